@@ -1,0 +1,42 @@
+// Live tensor handles. A handle is an opaque token (never a pointer to
+// memory and never reused), so a stale or double-deleted handle is always
+// recognised and reported, never dereferenced.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aotishim/c_shim.h"
+#include "core/tensor.h"
+
+namespace aotishim {
+
+// Takes ownership; the tensor joins the current scope.
+AtenTensorHandle register_tensor(Tensor tensor);
+// The live tensor behind a handle; throws a clear error for null, deleted or
+// foreign handles. `what` names the argument in the message.
+std::shared_ptr<Tensor> lookup(AtenTensorHandle handle, const char* what = "tensor");
+bool is_live(AtenTensorHandle handle);
+// Deletes a handle (the storage lives on while other tensors use it).
+void release(AtenTensorHandle handle);
+// Releases every handle of a scope; returns a description of each.
+std::vector<std::string> release_scope(uint64_t scope);
+// Number of handles ever deleted (for tests that prove "exactly once").
+uint64_t released_count();
+
+struct ScopeStats {
+  uint64_t scope = 0;
+  std::string name;
+  size_t tensors = 0;
+  size_t owned_storages = 0;
+  size_t owned_bytes = 0;
+  size_t borrowed_storages = 0;
+};
+std::vector<ScopeStats> scope_stats();
+
+std::string describe(const Tensor& t);
+
+}  // namespace aotishim

@@ -1,0 +1,34 @@
+// Scopes: every tensor belongs to the scope that was current (on its thread)
+// when it was created. A model owns a scope; the process has a default one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace aotishim {
+
+constexpr uint64_t kDefaultScope = 1;
+
+uint64_t create_scope(const std::string& name);
+// Forgets a scope; its tensors must have been released first.
+void destroy_scope(uint64_t scope);
+std::string scope_name(uint64_t scope);
+bool scope_exists(uint64_t scope);
+std::vector<uint64_t> live_scopes();
+
+uint64_t current_scope();
+
+// Makes `scope` current on this thread for the guard's lifetime.
+class ScopeGuard {
+ public:
+  explicit ScopeGuard(uint64_t scope);
+  ~ScopeGuard();
+  ScopeGuard(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(const ScopeGuard&) = delete;
+
+ private:
+  uint64_t previous_;
+};
+
+}  // namespace aotishim

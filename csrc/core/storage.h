@@ -1,0 +1,40 @@
+// A refcounted span of device memory. It either owns a device allocation
+// (freed when the last tensor using it dies) or borrows memory it must never
+// free (a constants blob, a caller's array). Borrowed storage is not exclusive:
+// two storages may borrow the same bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace aotishim {
+
+class Device;
+
+class Storage {
+ public:
+  static std::shared_ptr<Storage> allocate(Device& device, size_t nbytes);
+  static std::shared_ptr<Storage> borrow(Device& device, void* data, size_t nbytes);
+
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  Device& device() const { return *device_; }
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  bool owned() const { return owned_; }
+  uint64_t id() const { return id_; }
+
+ private:
+  Storage(Device& device, void* data, size_t nbytes, bool owned);
+
+  Device* device_;
+  void* data_;
+  size_t nbytes_;
+  bool owned_;
+  uint64_t id_;
+};
+
+}  // namespace aotishim

@@ -1,0 +1,63 @@
+// The object behind an AtenTensorHandle: a strided view of a storage.
+// Views share the storage; they never make a second buffer over its memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/device_type.h"
+#include "core/dtype.h"
+#include "core/storage.h"
+
+namespace aotishim {
+
+class Device;
+
+struct Tensor {
+  std::shared_ptr<Storage> storage;
+  int64_t storage_offset = 0;  // in elements
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  // in elements
+  DType dtype = DType::Float32;
+  uint64_t scope = 0;  // set by the handle registry
+
+  Device& device() const { return storage->device(); }
+  size_t itemsize() const { return element_size(dtype); }
+  int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
+  int64_t numel() const;
+  // storage data + storage_offset * itemsize (what aoti_torch_get_data_ptr returns)
+  char* data() const;
+  size_t byte_offset() const { return static_cast<size_t>(storage_offset) * itemsize(); }
+  bool is_contiguous() const;
+  // Bytes from data() to one past the last element reachable (0 if numel == 0).
+  size_t extent_bytes() const;
+};
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+
+// Validates sizes/strides (non-negative, no overflow) and returns the extent in
+// elements: 1 + sum((size-1)*stride), or 0 for an empty tensor.
+int64_t checked_extent(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
+
+// Reads ndim/sizes/strides from C arrays with validation; null strides means
+// contiguous.
+void read_shape(int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                std::vector<int64_t>& sizes, std::vector<int64_t>& strides);
+
+// Throws unless the view lies inside its storage.
+void check_in_bounds(const Tensor& t);
+
+// A view of `base`'s storage with other geometry (bounds-checked).
+Tensor make_view(const Tensor& base, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                 int64_t storage_offset);
+
+// A fresh contiguous tensor on `device`.
+Tensor make_empty(Device& device, DType dtype, std::vector<int64_t> sizes,
+                  std::vector<int64_t> strides = {});
+
+// Do the byte ranges that two tensors can reach intersect?
+bool may_overlap(const Tensor& a, const Tensor& b);
+
+}  // namespace aotishim

@@ -1,0 +1,81 @@
+// The one small interface every backend implements: memory, work on the
+// device's stream, and synchronization. Backends live in their own folders.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/allocation_index.h"
+#include "core/device_type.h"
+
+namespace aotishim {
+
+struct Tensor;
+struct GemmArgs;
+
+struct DeviceCounters {
+  uint64_t synchronizes = 0;
+  uint64_t hazards = 0;
+  uint64_t commands = 0;
+};
+
+class Device {
+ public:
+  Device(DeviceType type, int32_t index) : type_(type), index_(index) {}
+  virtual ~Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  DeviceType type() const { return type_; }
+  int32_t index() const { return index_; }
+  std::string name() const;  // "cpu", "sim:0", "cuda:0"
+  bool is_host() const { return type_ == DeviceType::CPU; }
+
+  // Owned memory: allocated here and registered in the allocation index.
+  void* allocate(size_t nbytes);
+  void free(void* base);
+  AllocationIndex& allocations() { return allocations_; }
+  const AllocationIndex& allocations() const { return allocations_; }
+
+  // ---- work; tensors passed here live on this device ----
+  // dst = src elementwise (same sizes; any strides, dtypes may differ where
+  // the backend supports conversion). dst must not partially overlap src.
+  virtual void copy(const Tensor& dst, const Tensor& src) = 0;
+  // out = beta * out + alpha * a @ b, batched 3-D views (see ops/gemm.h).
+  virtual void gemm(const GemmArgs& args) = 0;
+  // Host <-> device bytes of one storage region. The backend makes the host
+  // access safe (waits for pending work that touches those bytes).
+  virtual void download(void* host_dst, const Tensor& src_packed) = 0;
+  virtual void upload(const Tensor& dst_packed, const void* host_src) = 0;
+  // Before the host touches device memory directly (e.g. a numpy view).
+  virtual void prepare_host_access(const void* ptr, size_t nbytes, bool write) {}
+  virtual void synchronize() {}
+  virtual DeviceCounters counters() const { return {}; }
+
+ protected:
+  virtual void* raw_allocate(size_t nbytes) = 0;
+  virtual void raw_free(void* base, size_t nbytes) = 0;
+
+ private:
+  DeviceType type_;
+  int32_t index_;
+  AllocationIndex allocations_;
+};
+
+// The device for (type, index); created on first use. Throws a clear error
+// for a device that is not built or not present.
+Device& get_device(DeviceType type, int32_t index = 0);
+// Names of the devices this build can use here ("cpu", "sim", "cuda:0", ...).
+std::vector<std::string> available_devices();
+// Devices created so far (for memory statistics).
+std::vector<Device*> created_devices();
+
+// Backends register a factory at static-initialization time.
+using DeviceFactory = std::unique_ptr<Device> (*)(int32_t index);
+using DeviceCount = int (*)();
+void register_backend(DeviceType type, DeviceFactory factory, DeviceCount count);
+
+}  // namespace aotishim

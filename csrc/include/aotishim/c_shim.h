@@ -1,0 +1,111 @@
+// The aoti_torch_* C ABI that aotishim provides to AOTInductor-compiled models
+// (compiled with aot_inductor.link_libtorch=False). Names, signatures and enum
+// values follow PyTorch 2.13's torch/csrc/inductor/aoti_torch/c/shim.h so that
+// generated code links against this library unchanged.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
+
+#include "aotishim/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int32_t AOTITorchError;
+#define AOTI_TORCH_SUCCESS 0
+#define AOTI_TORCH_FAILURE 1
+
+struct AtenTensorOpaque;
+typedef struct AtenTensorOpaque* AtenTensorHandle;
+
+// ---- constants (c10 DeviceType / ScalarType / Layout numbers) ----
+AOTISHIM_API int32_t aoti_torch_device_type_cpu(void);
+AOTISHIM_API int32_t aoti_torch_device_type_cuda(void);
+AOTISHIM_API int32_t aoti_torch_device_type_mps(void);
+AOTISHIM_API int32_t aoti_torch_device_type_privateuse1(void);
+
+AOTISHIM_API int32_t aoti_torch_dtype_float16(void);
+AOTISHIM_API int32_t aoti_torch_dtype_bfloat16(void);
+AOTISHIM_API int32_t aoti_torch_dtype_float32(void);
+AOTISHIM_API int32_t aoti_torch_dtype_float64(void);
+AOTISHIM_API int32_t aoti_torch_dtype_uint8(void);
+AOTISHIM_API int32_t aoti_torch_dtype_int8(void);
+AOTISHIM_API int32_t aoti_torch_dtype_int16(void);
+AOTISHIM_API int32_t aoti_torch_dtype_int32(void);
+AOTISHIM_API int32_t aoti_torch_dtype_int64(void);
+AOTISHIM_API int32_t aoti_torch_dtype_bool(void);
+AOTISHIM_API size_t aoti_torch_dtype_element_size(int32_t dtype);
+
+AOTISHIM_API int32_t aoti_torch_layout_strided(void);
+
+AOTISHIM_API bool aoti_torch_grad_mode_is_enabled(void);
+AOTISHIM_API void aoti_torch_grad_mode_set_enabled(bool enabled);
+
+AOTISHIM_API void aoti_torch_warn(const char* func, const char* file, uint32_t line, const char* msg);
+
+// ---- tensor getters ----
+AOTISHIM_API AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_ptr);
+AOTISHIM_API AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret_size);
+AOTISHIM_API AOTITorchError aoti_torch_get_dim(AtenTensorHandle tensor, int64_t* ret_dim);
+AOTISHIM_API AOTITorchError aoti_torch_get_numel(AtenTensorHandle tensor, int64_t* ret_numel);
+AOTISHIM_API AOTITorchError aoti_torch_get_sizes(AtenTensorHandle tensor, int64_t** ret_sizes);
+AOTISHIM_API AOTITorchError aoti_torch_get_size(AtenTensorHandle tensor, int64_t d, int64_t* ret_size);
+AOTISHIM_API AOTITorchError aoti_torch_get_strides(AtenTensorHandle tensor, int64_t** ret_strides);
+AOTISHIM_API AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d, int64_t* ret_stride);
+AOTISHIM_API AOTITorchError aoti_torch_get_dtype(AtenTensorHandle tensor, int32_t* ret_dtype);
+AOTISHIM_API AOTITorchError aoti_torch_get_device_type(AtenTensorHandle tensor, int32_t* ret_device_type);
+AOTISHIM_API AOTITorchError aoti_torch_get_device_index(AtenTensorHandle tensor, int32_t* ret_device_index);
+AOTISHIM_API AOTITorchError aoti_torch_get_layout(AtenTensorHandle tensor, int32_t* ret_layout);
+AOTISHIM_API AOTITorchError aoti_torch_get_storage_offset(AtenTensorHandle tensor, int64_t* ret_storage_offset);
+AOTISHIM_API AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret_is_contiguous);
+AOTISHIM_API AOTITorchError aoti_torch_is_defined(AtenTensorHandle tensor, bool* ret_is_defined);
+
+// ---- tensor creation, views, lifetime ----
+AOTISHIM_API AOTITorchError aoti_torch_create_tensor_from_blob(
+    void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+    int64_t storage_offset, int32_t dtype, int32_t device_type, int32_t device_index,
+    AtenTensorHandle* ret);
+AOTISHIM_API AOTITorchError aoti_torch_create_tensor_from_blob_v2(
+    void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+    int64_t storage_offset, int32_t dtype, int32_t device_type, int32_t device_index,
+    AtenTensorHandle* ret, int32_t layout, const uint8_t* opaque_metadata,
+    int64_t opaque_metadata_size);
+AOTISHIM_API AOTITorchError aoti_torch_empty_strided(
+    int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int32_t dtype,
+    int32_t device_type, int32_t device_index, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor);
+AOTISHIM_API AOTITorchError aoti_torch__reinterpret_tensor(
+    AtenTensorHandle self, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+    int64_t storage_offset, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_handle,
+                                                         AtenTensorHandle* new_handle);
+AOTISHIM_API AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src,
+                                                          AtenTensorHandle* ret_dst);
+AOTISHIM_API AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret);
+AOTISHIM_API AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self,
+                                                              AtenTensorHandle* ret);
+AOTISHIM_API AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src,
+                                             int32_t non_blocking);
+
+// ---- fallback ops (CPU) ----
+AOTISHIM_API AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                  AtenTensorHandle mat2);
+AOTISHIM_API AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                     AtenTensorHandle mat1, AtenTensorHandle mat2,
+                                                     double beta, double alpha);
+AOTISHIM_API AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                   AtenTensorHandle mat2);
+
+// ---- aotishim's own additions ----
+// The message of the last failure on this thread ("" if none). Valid until the
+// next failing call on this thread.
+AOTISHIM_API const char* aotishim_last_error(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif

@@ -1,0 +1,113 @@
+// aotishim's C++ API for native runners (and the Python bindings, which use
+// nothing else): memory scopes and statistics, device-generic operations on
+// tensor handles, and host transfers. Errors throw aotishim::Error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aotishim/c_shim.h"
+#include "aotishim/error.h"
+#include "aotishim/export.h"
+
+namespace aotishim {
+
+// Throws aotishim::Error with the last error message if err is a failure.
+AOTISHIM_API void check(AOTITorchError err);
+
+// ---- devices ----
+// Devices usable here: "cpu", "sim", and "cuda:N" / "mps" where built and present.
+AOTISHIM_API std::vector<std::string> devices();
+// Waits for all work queued on a device ("cpu", "sim", "cuda:0", ...).
+AOTISHIM_API void synchronize(const std::string& device);
+
+// ---- scopes ----
+// Every tensor belongs to the scope current on its thread when it was made;
+// the process default scope serves callers that never make one.
+AOTISHIM_API uint64_t create_scope(const std::string& name);
+// Releases what is left in the scope and forgets it; returns a description
+// of each released tensor (leaks, from the owner's point of view).
+AOTISHIM_API std::vector<std::string> destroy_scope(uint64_t scope);
+AOTISHIM_API uint64_t current_scope_id();
+
+class AOTISHIM_API ScopeGuard {
+ public:
+  explicit ScopeGuard(uint64_t scope);
+  ~ScopeGuard();
+  ScopeGuard(const ScopeGuard&) = delete;
+  ScopeGuard& operator=(const ScopeGuard&) = delete;
+
+ private:
+  uint64_t previous_;
+};
+
+// Empties the current scope (deleting its tensors) and leaves no record of
+// it behind. Returns how many tensors it deleted.
+AOTISHIM_API size_t cleanup_memory();
+
+// ---- statistics ----
+struct ScopeMemory {
+  uint64_t id = 0;
+  std::string name;
+  size_t tensors = 0;
+  size_t owned_storages = 0;
+  size_t owned_bytes = 0;
+  size_t borrowed_storages = 0;
+};
+struct DeviceMemory {
+  std::string device;
+  size_t allocations = 0;  // live owned allocations
+  size_t bytes = 0;
+  uint64_t synchronizes = 0;
+  uint64_t hazards = 0;
+  uint64_t commands = 0;
+};
+struct MemoryStats {
+  size_t live_tensors = 0;
+  uint64_t released_handles = 0;  // handles ever deleted, process-wide
+  std::vector<ScopeMemory> scopes;
+  std::vector<DeviceMemory> devices;
+};
+AOTISHIM_API MemoryStats memory_stats();
+AOTISHIM_API bool is_live_handle(AtenTensorHandle handle);
+
+// ---- device-generic operations (the aoti_torch_<device>_* shims call these) ----
+AOTISHIM_API void mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+AOTISHIM_API void addmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat1,
+                            AtenTensorHandle mat2, double beta, double alpha);
+AOTISHIM_API void bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+
+// ---- host transfers ----
+struct TensorInfo {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  int64_t storage_offset = 0;
+  int32_t dtype = 0;
+  std::string device;
+  void* data_ptr = nullptr;
+  size_t storage_nbytes = 0;
+  bool owns_storage = false;
+};
+AOTISHIM_API TensorInfo tensor_info(AtenTensorHandle handle);
+
+// Copies the tensor's elements, packed row-major, into host memory at dst
+// (numel * itemsize bytes). Waits only for work that touches its memory.
+AOTISHIM_API void copy_to_host(AtenTensorHandle src, void* dst);
+
+// A tensor borrowing host memory of `data` (never freed by aotishim);
+// `keepalive` is held until the last view of that storage dies.
+AOTISHIM_API AtenTensorHandle borrow_host_memory(void* data, const std::vector<int64_t>& sizes,
+                                                 const std::vector<int64_t>& strides,
+                                                 int32_t dtype,
+                                                 std::shared_ptr<void> keepalive);
+
+// A new tensor on `device` holding a copy of strided host data.
+AOTISHIM_API AtenTensorHandle copy_from_host(const void* data, const std::vector<int64_t>& sizes,
+                                             const std::vector<int64_t>& strides_elems,
+                                             int32_t dtype, const std::string& device);
+
+}  // namespace aotishim

@@ -1,0 +1,14 @@
+// One function per binding topic; module.cpp calls each.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace aotishim::python {
+
+void bind_errors(pybind11::module_& m);  // ShimError
+void bind_shim(pybind11::module_& m);    // tensors and the aoti_torch_* ABI
+void bind_stats(pybind11::module_& m);   // devices, scopes, memory_stats
+void bind_model(pybind11::module_& m);   // the AOTInductor model runner
+void bind_sim(pybind11::module_& m);     // sim device controls
+
+}  // namespace aotishim::python
