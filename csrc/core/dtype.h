@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "aotishim/export.h"
+
 namespace aotishim {
 
 enum class DType : int32_t {
@@ -22,8 +24,8 @@ enum class DType : int32_t {
 // Throws aotishim::Error naming the value if it is not a supported dtype.
 DType dtype_from_int(int32_t value);
 bool is_supported_dtype(int32_t value);
-size_t element_size(DType dtype);
-const char* dtype_name(DType dtype);
+AOTISHIM_API size_t element_size(DType dtype);
+AOTISHIM_API const char* dtype_name(DType dtype);
 bool is_floating(DType dtype);
 
 }  // namespace aotishim

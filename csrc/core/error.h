@@ -9,6 +9,7 @@
 
 #include "aotishim/c_shim.h"
 #include "aotishim/error.h"
+#include "aotishim/export.h"
 
 namespace aotishim {
 
@@ -19,7 +20,7 @@ std::string str(Args&&... args) {
   return os.str();
 }
 
-[[noreturn]] void fail(const std::string& message);
+[[noreturn]] AOTISHIM_API void fail(const std::string& message);
 
 #define AOTISHIM_CHECK(cond, ...)                  \
   do {                                             \
@@ -31,9 +32,9 @@ enum class LogLevel : int { Off = 0, Error = 1, Warn = 2, Info = 3, Debug = 4 };
 // Threshold from the AOTISHIM_LOG environment variable
 // (off|error|warn|info|debug, default warn); read once.
 LogLevel log_threshold();
-void log(LogLevel level, const std::string& message);
+AOTISHIM_API void log(LogLevel level, const std::string& message);
 
-void set_last_error(std::string message);
+AOTISHIM_API void set_last_error(std::string message);
 const std::string& last_error();
 void clear_last_error();
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "aotishim/export.h"
 #include "core/device_type.h"
 #include "core/dtype.h"
 #include "core/storage.h"
@@ -26,16 +27,16 @@ struct Tensor {
   Device& device() const { return storage->device(); }
   size_t itemsize() const { return element_size(dtype); }
   int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
-  int64_t numel() const;
+  AOTISHIM_API int64_t numel() const;
   // storage data + storage_offset * itemsize (what aoti_torch_get_data_ptr returns)
-  char* data() const;
+  AOTISHIM_API char* data() const;
   size_t byte_offset() const { return static_cast<size_t>(storage_offset) * itemsize(); }
-  bool is_contiguous() const;
+  AOTISHIM_API bool is_contiguous() const;
   // Bytes from data() to one past the last element reachable (0 if numel == 0).
-  size_t extent_bytes() const;
+  AOTISHIM_API size_t extent_bytes() const;
 };
 
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+AOTISHIM_API std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
 
 // Validates sizes/strides (non-negative, no overflow) and returns the extent in
 // elements: 1 + sum((size-1)*stride), or 0 for an empty tensor.
@@ -54,7 +55,7 @@ Tensor make_view(const Tensor& base, std::vector<int64_t> sizes, std::vector<int
                  int64_t storage_offset);
 
 // A fresh contiguous tensor on `device`.
-Tensor make_empty(Device& device, DType dtype, std::vector<int64_t> sizes,
+AOTISHIM_API Tensor make_empty(Device& device, DType dtype, std::vector<int64_t> sizes,
                   std::vector<int64_t> strides = {});
 
 // Do the byte ranges that two tensors can reach intersect?

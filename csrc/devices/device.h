@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "aotishim/export.h"
 #include "core/allocation_index.h"
 #include "core/device_type.h"
 
@@ -31,7 +32,7 @@ class Device {
 
   DeviceType type() const { return type_; }
   int32_t index() const { return index_; }
-  std::string name() const;  // "cpu", "sim:0", "cuda:0"
+  AOTISHIM_API std::string name() const;  // "cpu", "sim:0", "cuda:0"
   bool is_host() const { return type_ == DeviceType::CPU; }
 
   // Owned memory: allocated here and registered in the allocation index.
@@ -67,7 +68,7 @@ class Device {
 
 // The device for (type, index); created on first use. Throws a clear error
 // for a device that is not built or not present.
-Device& get_device(DeviceType type, int32_t index = 0);
+AOTISHIM_API Device& get_device(DeviceType type, int32_t index = 0);
 // Names of the devices this build can use here ("cpu", "sim", "cuda:0", ...).
 std::vector<std::string> available_devices();
 // Devices created so far (for memory statistics).
@@ -76,6 +77,6 @@ std::vector<Device*> created_devices();
 // Backends register a factory at static-initialization time.
 using DeviceFactory = std::unique_ptr<Device> (*)(int32_t index);
 using DeviceCount = int (*)();
-void register_backend(DeviceType type, DeviceFactory factory, DeviceCount count);
+AOTISHIM_API void register_backend(DeviceType type, DeviceFactory factory, DeviceCount count);
 
 }  // namespace aotishim

@@ -1,0 +1,187 @@
+#include "devices/cuda/cuda_device.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "devices/cuda/cuda_check.h"
+#include "devices/cuda/cuda_kernels.h"
+#include "devices/cuda/cuda_stream.h"
+
+namespace aotishim {
+namespace cuda {
+
+namespace {
+
+// AOTISHIM_CUDA_ALLOCATOR=malloc forces plain cudaMalloc/cudaFree (each free
+// then waits for the whole device), e.g. to rule the pool out when debugging.
+bool pool_requested() {
+  const char* v = std::getenv("AOTISHIM_CUDA_ALLOCATOR");
+  return v == nullptr || std::strcmp(v, "malloc") != 0;
+}
+
+StridedView view_of(const Tensor& t) {
+  AOTISHIM_CHECK(t.dim() <= kMaxCopyDims, "cuda tensors support up to ", kMaxCopyDims,
+                 " dimensions, got ", t.dim());
+  StridedView v;
+  v.data = t.data();
+  v.dtype = t.dtype;
+  for (int64_t d = 0; d < t.dim(); ++d) v.strides[d] = t.strides[d];
+  return v;
+}
+
+}  // namespace
+
+CudaDevice::CudaDevice(int32_t index) : Device(DeviceType::CUDA, index) {
+  DeviceScope on(index);
+  // A blocking stream: it stays ordered with the legacy default stream, which
+  // a model runs on when its caller passes no stream.
+  AOTISHIM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamDefault));
+  int pools = 0;
+  AOTISHIM_CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, index));
+  use_pool_ = pools != 0 && pool_requested();
+  if (use_pool_) {
+    // Keep freed memory in the pool (like a caching allocator) instead of
+    // returning it to the driver at every synchronization.
+    cudaMemPool_t pool;
+    AOTISHIM_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, index));
+    uint64_t threshold = std::numeric_limits<uint64_t>::max();
+    AOTISHIM_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  }
+}
+
+CudaDevice::~CudaDevice() {
+  // Best effort: the process may be exiting with the runtime already gone.
+  if (cublas_ != nullptr) {
+    try {
+      cublas::api().destroy(cublas_);
+    } catch (...) {
+    }
+  }
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+cudaStream_t CudaDevice::stream() const { return current_stream(index()); }
+
+void* CudaDevice::raw_allocate(size_t nbytes) {
+  DeviceScope on(index());
+  void* p = nullptr;
+  size_t n = nbytes ? nbytes : 1;  // a distinct address even for empty tensors
+  cudaError_t err = use_pool_ ? cudaMallocAsync(&p, n, stream()) : cudaMalloc(&p, n);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    fail(str("out of memory on ", name(), " allocating ", nbytes, " bytes: ",
+             cudaGetErrorString(err)));
+  }
+  return p;
+}
+
+void CudaDevice::raw_free(void* base, size_t) {
+  DeviceScope on(index());
+  // Stream-ordered: the memory returns to the pool once work queued so far on
+  // the current stream (which used it) has finished.
+  cudaError_t err = use_pool_ ? cudaFreeAsync(base, stream()) : cudaFree(base);
+  if (err == cudaErrorCudartUnloading) return;  // process exit: the driver reclaims it
+  AOTISHIM_CUDA_CHECK(err);
+}
+
+void CudaDevice::copy(const Tensor& dst, const Tensor& src) {
+  AOTISHIM_CHECK(dst.sizes == src.sizes, "cuda copy: sizes differ");
+  DeviceScope on(index());
+  launch_copy(view_of(dst), view_of(src), dst.sizes.data(), static_cast<int>(dst.dim()),
+              stream());
+  count_command();
+}
+
+void CudaDevice::gemm(const GemmArgs& args) {
+  DeviceScope on(index());
+  cuda_gemm(*this, args);
+}
+
+void CudaDevice::download(void* host_dst, const Tensor& src) {
+  size_t n = src.extent_bytes();
+  if (n == 0) return;
+  DeviceScope on(index());
+  cudaStream_t s = stream();
+  AOTISHIM_CUDA_CHECK(cudaMemcpyAsync(host_dst, src.data(), n, cudaMemcpyDeviceToHost, s));
+  AOTISHIM_CUDA_CHECK(cudaStreamSynchronize(s));
+  synchronizes_.fetch_add(1, std::memory_order_relaxed);
+  count_command();
+}
+
+void CudaDevice::upload(const Tensor& dst, const void* host_src) {
+  size_t n = dst.extent_bytes();
+  if (n == 0) return;
+  DeviceScope on(index());
+  cudaStream_t s = stream();
+  AOTISHIM_CUDA_CHECK(cudaMemcpyAsync(dst.data(), host_src, n, cudaMemcpyHostToDevice, s));
+  count_command();
+  // From pageable memory the copy has consumed the source when it returns;
+  // from pinned memory it has not, and the caller may free the source next.
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, host_src) != cudaSuccess) {
+    cudaGetLastError();
+    attr.type = cudaMemoryTypeHost;  // unknown: be safe
+  }
+  if (attr.type == cudaMemoryTypeHost) {
+    AOTISHIM_CUDA_CHECK(cudaStreamSynchronize(s));
+    synchronizes_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void CudaDevice::prepare_host_access(const void*, size_t, bool) {
+  fail(str("memory on ", name(), " is not addressable from the host; copy it to the cpu first"));
+}
+
+void CudaDevice::synchronize() {
+  DeviceScope on(index());
+  AOTISHIM_CUDA_CHECK(cudaDeviceSynchronize());
+  synchronizes_.fetch_add(1, std::memory_order_relaxed);
+}
+
+DeviceCounters CudaDevice::counters() const {
+  DeviceCounters c;
+  c.synchronizes = synchronizes_.load(std::memory_order_relaxed);
+  c.commands = commands_.load(std::memory_order_relaxed);
+  return c;
+}
+
+cublas::Handle CudaDevice::cublas_handle(cudaStream_t s) {
+  const cublas::Api& api = cublas::api();
+  if (cublas_ == nullptr) {
+    cublas::Status st = api.create(&cublas_);
+    AOTISHIM_CHECK(st == cublas::kStatusSuccess, "cublasCreate failed on ", name(), ": ",
+                   cublas::status_text(st));
+  }
+  cublas::Status st = api.set_stream(cublas_, s);
+  AOTISHIM_CHECK(st == cublas::kStatusSuccess, "cublasSetStream failed: ", cublas::status_text(st));
+  return cublas_;
+}
+
+CudaDevice& cuda_device(int32_t index) {
+  // Only this backend creates cuda devices, so the cast is exact.
+  return static_cast<CudaDevice&>(get_device(DeviceType::CUDA, index));
+}
+
+namespace {
+
+int count_cuda() {
+  int n = 0;
+  // No driver or no GPU: the backend is present but has no devices.
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+std::unique_ptr<Device> make_cuda(int32_t index) { return std::make_unique<CudaDevice>(index); }
+
+const bool registered = (register_backend(DeviceType::CUDA, make_cuda, count_cuda), true);
+
+}  // namespace
+
+}  // namespace cuda
+}  // namespace aotishim

@@ -1,0 +1,59 @@
+// The cuda device: memory from the stream-ordered pool (cudaMallocAsync) or
+// cudaMalloc where pools are unsupported, one stream of its own, copies by
+// kernels and GEMMs by cuBLAS on the current stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "devices/cuda/cublas_api.h"
+#include "devices/device.h"
+
+namespace aotishim {
+namespace cuda {
+
+class CudaDevice final : public Device {
+ public:
+  explicit CudaDevice(int32_t index);
+  ~CudaDevice() override;
+
+  void copy(const Tensor& dst, const Tensor& src) override;
+  void gemm(const GemmArgs& args) override;
+  void download(void* host_dst, const Tensor& src) override;
+  void upload(const Tensor& dst, const void* host_src) override;
+  void prepare_host_access(const void* ptr, size_t nbytes, bool write) override;
+  void synchronize() override;
+  DeviceCounters counters() const override;
+
+  // The device's own stream (current unless a stream guard says otherwise).
+  cudaStream_t own_stream() const { return stream_; }
+  // This thread's current stream for this device.
+  cudaStream_t stream() const;
+  // The cuBLAS handle bound to `stream`; callers hold cublas_mutex().
+  cublas::Handle cublas_handle(cudaStream_t stream);
+  std::mutex& cublas_mutex() { return cublas_mutex_; }
+  void count_command() { commands_.fetch_add(1, std::memory_order_relaxed); }
+
+ protected:
+  void* raw_allocate(size_t nbytes) override;
+  void raw_free(void* base, size_t nbytes) override;
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  bool use_pool_ = false;
+  std::mutex cublas_mutex_;
+  cublas::Handle cublas_ = nullptr;
+  std::atomic<uint64_t> synchronizes_{0};
+  std::atomic<uint64_t> commands_{0};
+};
+
+// The cuda device `index` (created and registered on first use).
+CudaDevice& cuda_device(int32_t index);
+
+// Runs GEMM args on `device`'s current stream (cuda_gemm.cpp).
+void cuda_gemm(CudaDevice& device, const GemmArgs& args);
+
+}  // namespace cuda
+}  // namespace aotishim

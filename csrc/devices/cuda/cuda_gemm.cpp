@@ -1,0 +1,158 @@
+// GemmArgs on cuBLAS. cuBLAS is column-major; a row-major view is the
+// column-major transpose, so each operand is described as (op, leading
+// dimension) over its memory as it lies, strides and offset included. Only a
+// view with no unit stride (or an overlapping one) is packed first, on the
+// stream. bfloat16 and float16 compute in float32.
+#include <climits>
+#include <mutex>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "devices/cuda/cuda_device.h"
+#include "devices/cuda/cuda_kernels.h"
+#include "ops/gemm.h"
+
+namespace aotishim {
+namespace cuda {
+
+namespace {
+
+// op(stored column-major matrix with leading dimension ld) == the view.
+struct Layout {
+  bool ok = false;
+  int op = cublas::kOpN;
+  int64_t ld = 1;
+};
+
+// For a (rows x cols) view with strides (rs, cs).
+Layout layout_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  int64_t r1 = rows > 1 ? rows : 1, c1 = cols > 1 ? cols : 1;
+  if (rs == 1 || rows == 1) {  // column-major as it is
+    int64_t ld = cols == 1 ? r1 : cs;
+    if (ld >= r1) return {true, cublas::kOpN, ld};
+  }
+  if (cs == 1 || cols == 1) {  // its transpose is column-major
+    int64_t ld = rows == 1 ? c1 : rs;
+    if (ld >= c1) return {true, cublas::kOpT, ld};
+  }
+  return {};
+}
+
+Layout layout_of(const Tensor& t) { return layout_of(t.sizes[1], t.sizes[2], t.strides[1], t.strides[2]); }
+
+int flip(int op) { return op == cublas::kOpN ? cublas::kOpT : cublas::kOpN; }
+
+cudaDataType data_type(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return CUDA_R_32F;
+    case DType::Float64: return CUDA_R_64F;
+    case DType::Float16: return CUDA_R_16F;
+    case DType::BFloat16: return CUDA_R_16BF;
+    default: break;
+  }
+  fail(str("cuda matrix products support float32, float64, float16 and bfloat16, not ",
+           dtype_name(dtype)));
+}
+
+int to_int(int64_t v, const char* what) {
+  AOTISHIM_CHECK(v >= 0 && v <= INT_MAX, "cuda matrix product: ", what, " ", v,
+                 " exceeds cuBLAS's 32-bit limit");
+  return static_cast<int>(v);
+}
+
+Tensor packed_copy(CudaDevice& device, const Tensor& t) {
+  Tensor p = make_empty(device, t.dtype, t.sizes);
+  device.copy(p, t);
+  return p;
+}
+
+StridedView view_of(const Tensor& t) {
+  StridedView v;
+  v.data = t.data();
+  v.dtype = t.dtype;
+  for (int64_t d = 0; d < t.dim(); ++d) v.strides[d] = t.strides[d];
+  return v;
+}
+
+// out = beta * out + alpha * a @ b with every operand in a cuBLAS layout.
+void run_cublas(CudaDevice& device, const Tensor& out, const Tensor& a, const Tensor& b,
+                Layout lo, Layout la, Layout lb, double alpha, double beta) {
+  const int64_t batch = out.sizes[0], m = out.sizes[1], n = out.sizes[2], k = a.sizes[2];
+  cudaDataType type = data_type(out.dtype);
+  bool wide = out.dtype == DType::Float64;
+  double alpha_d = alpha, beta_d = beta;
+  float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(beta);
+  const void* alpha_p = wide ? static_cast<const void*>(&alpha_d) : &alpha_f;
+  const void* beta_p = wide ? static_cast<const void*>(&beta_d) : &beta_f;
+  int compute = wide ? cublas::kCompute64F : cublas::kCompute32F;
+  auto batch_stride = [&](const Tensor& t) -> long long { return batch > 1 ? t.strides[0] : 0; };
+
+  // Column-major C is either out itself (op N) or out's transpose (op T).
+  // For out^T = b^T a^T the operands swap and each op flips.
+  const Tensor* first = &a;
+  const Tensor* second = &b;
+  Layout l1 = la, l2 = lb;
+  int64_t rows = m, cols = n;
+  if (lo.op == cublas::kOpT) {
+    first = &b;
+    second = &a;
+    l1 = {true, flip(lb.op), lb.ld};
+    l2 = {true, flip(la.op), la.ld};
+    rows = n;
+    cols = m;
+  }
+  const cublas::Api& api = cublas::api();
+  cudaStream_t s = device.stream();
+  std::lock_guard<std::mutex> lock(device.cublas_mutex());
+  cublas::Handle h = device.cublas_handle(s);
+  cublas::Status st = api.gemm_strided_batched_ex(
+      h, l1.op, l2.op, to_int(rows, "rows"), to_int(cols, "columns"), to_int(k, "inner size"),
+      alpha_p, first->data(), type, to_int(l1.ld, "leading dimension"), batch_stride(*first),
+      second->data(), type, to_int(l2.ld, "leading dimension"), batch_stride(*second), beta_p,
+      out.data(), type, to_int(lo.ld, "leading dimension"), batch_stride(out),
+      to_int(batch, "batch"), compute, cublas::kGemmDefault);
+  AOTISHIM_CHECK(st == cublas::kStatusSuccess, "cublasGemmStridedBatchedEx failed on ",
+                 device.name(), ": ", cublas::status_text(st), " (", dtype_name(out.dtype), " ",
+                 batch, "x", m, "x", n, "x", k, ")");
+  device.count_command();
+}
+
+}  // namespace
+
+void cuda_gemm(CudaDevice& device, const GemmArgs& args) {
+  const Tensor& out = args.out;
+  AOTISHIM_CHECK(out.dim() == 3 && args.a.dim() == 3 && args.b.dim() == 3,
+                 "cuda gemm expects 3-D (batch, rows, cols) views");
+  const int64_t batch = out.sizes[0], m = out.sizes[1], n = out.sizes[2], k = args.a.sizes[2];
+  data_type(out.dtype);  // rejects unsupported dtypes before any work
+  if (batch == 0 || m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: out = beta * out
+    device.count_command();
+    launch_scale(view_of(out), out.sizes.data(), 3, args.beta, device.stream());
+    return;
+  }
+  Tensor a = args.a, b = args.b;
+  Layout la = layout_of(a), lb = layout_of(b);
+  if (!la.ok) {
+    a = packed_copy(device, a);
+    la = layout_of(a);
+  }
+  if (!lb.ok) {
+    b = packed_copy(device, b);
+    lb = layout_of(b);
+  }
+  // A batch stride that lets batches overlap is fine for inputs, not for out.
+  Layout lo = layout_of(out);
+  bool out_ok = lo.ok && (batch == 1 || out.strides[0] >= m * n);
+  if (out_ok) {
+    run_cublas(device, out, a, b, lo, la, lb, args.alpha, args.beta);
+    return;
+  }
+  Tensor tmp = make_empty(device, out.dtype, out.sizes);
+  if (args.beta != 0.0) device.copy(tmp, out);
+  run_cublas(device, tmp, a, b, layout_of(tmp), la, lb, args.alpha, args.beta);
+  device.copy(out, tmp);
+}
+
+}  // namespace cuda
+}  // namespace aotishim
