@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "ops/cpu/blas.h"
 
 namespace aotishim {
@@ -55,24 +55,6 @@ BlasLayout blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
     }
   }
   return layout;
-}
-
-// ---- bfloat16 <-> float32 ----
-float bf16_to_float(uint16_t bits) {
-  uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-// Round to nearest, ties to even; NaN stays NaN (quieted, sign kept) instead
-// of rounding up into an infinity.
-uint16_t float_to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
 }
 
 struct Identity {
