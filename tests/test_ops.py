@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.lib.stride_tricks import as_strided
 
+import aotishim
 from aotishim import shim
 
 NP_DTYPES = {"float32": np.float32, "float64": np.float64, "bfloat16": ml_dtypes.bfloat16}
@@ -42,6 +43,20 @@ def call_addmm(api, out, bias, a, b, beta, alpha):
         shim.cpu_addmm_out(out, bias, a, b, beta, alpha)
 
 
+@pytest.fixture(autouse=True)
+def _release_tensors():
+    # Handles are not freed automatically; each test leaves its scope empty.
+    yield
+    shim.cleanup_memory()
+
+
+def cpu_allocations() -> int:
+    for d in aotishim.memory_stats()["devices"]:
+        if d["device"] == "cpu":
+            return d["allocations"]
+    return 0
+
+
 # ---------------------------------------------------------------- buffers
 
 
@@ -57,7 +72,12 @@ class View:
     def __init__(self, buf: np.ndarray, base, dtype, sizes, strides, offset):
         self.buf, self.base, self.dtype = buf, base, dtype
         self.sizes, self.strides, self.offset = list(sizes), list(strides), offset
-        self.t = shim.reinterpret_tensor(base, list(sizes), list(strides), offset)
+        if sizes:
+            self.t = shim.reinterpret_tensor(base, list(sizes), list(strides), offset)
+        else:
+            # A 0-d view of the same element (the Python binding hands the C
+            # shim no strides array for 0-d, which it rejects).
+            self.t = shim.from_numpy(buf[offset : offset + 1].reshape(()))
         item = buf.itemsize
         self.np = as_strided(buf[offset:], tuple(sizes), tuple(s * item for s in strides))
 
@@ -228,7 +248,7 @@ def test_out_view_in_cat_buffer_written_in_place(api):
     # The result must appear in the caller's (borrowed) buffer at exactly
     # those positions, with the gaps between rows untouched.
     rng = np.random.default_rng(1)
-    buf = np.full(5 + 9 * 8 + 3 + 4, 7.0, dtype=np.float32)
+    buf = np.full(5 + 80 + 4, 7.0, dtype=np.float32)
     base = shim.from_numpy(buf)
     out = View(buf, base, "float32", [10, 3], [8, 1], 5)
     a = make_view(rng, "float32", [10, 6], [6, 1], 0)
@@ -257,21 +277,40 @@ def test_column_major_and_strided_out(dtype):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
 def test_out_overlapping_an_input(dtype):
-    # out is a itself (square), and out shares a buffer with b's rows: the
-    # result must be computed from the inputs as they were.
+    # out is a itself and also overlaps b: the result must be computed from
+    # the inputs as they were. Large enough that a blocked BLAS writing into
+    # a while still reading it would visibly corrupt the result.
+    n = 600
     rng = np.random.default_rng(3)
-    buf = rng.standard_normal(64).astype(NP_DTYPES[dtype])
+    buf = rng.standard_normal(n * n + n * 300 + 8).astype(NP_DTYPES[dtype])
     base = shim.from_numpy(buf)
-    a = View(buf, base, dtype, [4, 4], [4, 1], 0)
-    b = View(buf, base, dtype, [4, 4], [1, 4], 8)  # overlaps a's last two rows, transposed
+    a = View(buf, base, dtype, [n, n], [n, 1], 0)
+    b = View(buf, base, dtype, [n, n], [1, n], n * 300)  # transposed, overlaps a
     a0, b0 = a.f64().copy(), b.f64().copy()
     before = buf.copy()
+    allocations = cpu_allocations()
     shim.mm(a.t, a.t, b.t)
-    expected = a0 @ b0
+    assert cpu_allocations() == allocations  # the temporary is gone again
+    got = as_strided(buf, (n, n), (n * buf.itemsize, buf.itemsize)).astype(np.float64)
     mag = np.abs(a0) @ np.abs(b0)
-    got = as_strided(buf, (4, 4), (4 * buf.itemsize, buf.itemsize)).astype(np.float64)
-    assert np.all(np.abs(got - expected) <= RTOL[dtype] * mag + 1e-30)
-    assert np.array_equal(buf[16:].view(BITS[dtype]), before[16:].view(BITS[dtype]))
+    assert np.all(np.abs(got - a0 @ b0) <= RTOL[dtype] * mag + 1e-30)
+    bits = BITS[dtype]
+    assert np.array_equal(buf[n * n :].view(bits), before[n * n :].view(bits))
+
+
+@pytest.mark.parametrize("api", ["generic", "cpu"])
+def test_addmm_in_place_out_is_self_and_mat1(api):
+    # addmm_out(x, x, x, b): out is the bias and an operand at once.
+    n = 520
+    rng = np.random.default_rng(8)
+    x = make_view(rng, "float64", [n, n], [n + 3, 1], 2)
+    b = make_view(rng, "float64", [n, n], [n, 1], 0)
+    x0 = x.f64().copy()
+    before = x.buf.copy()
+    call_addmm(api, x.t, x.t, x.t, b.t, 0.5, -1.0)
+    ref = 0.5 * x0 - x0 @ b.f64()
+    mag = np.abs(0.5 * x0) + np.abs(x0) @ np.abs(b.f64())
+    check_result(x, before, ref, mag)
 
 
 def test_addmm_bias_partially_overlapping_out():
@@ -457,7 +496,7 @@ def test_deleted_handle(api):
 @pytest.mark.parametrize("api", ["generic", "cpu"])
 def test_null_handle(api):
     with pytest.raises(shim.ShimError, match="out"):
-        MM[api](None, t32([2, 3]), t32([3, 5]))
+        MM[api](0, t32([2, 3]), t32([3, 5]))
 
 
 def test_blas_integer_limit():
