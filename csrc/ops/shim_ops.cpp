@@ -2,7 +2,9 @@
 // that generated code calls, and the device-generic C++ API of runtime.h.
 // Both resolve handles through the registry (stale handles are errors, never
 // dereferenced) and leave the work to ops/gemm.cpp.
+#include <initializer_list>
 #include <memory>
+#include <utility>
 
 #include "aotishim/c_shim.h"
 #include "aotishim/runtime.h"
@@ -16,11 +18,13 @@ namespace {
 
 // The aoti_torch_cpu_* names promise CPU tensors; anything else is the
 // caller's mistake, reported with the device it found.
-const Tensor& on_cpu(const std::shared_ptr<Tensor>& t, const char* name) {
-  AOTISHIM_CHECK(t->device().type() == DeviceType::CPU, name, " is on ", t->device().name(),
-                 ", but this op runs on the cpu; use the device-generic entry point or a "
-                 "cpu tensor");
-  return *t;
+// Checked in argument order, so the message names the first offender.
+void require_cpu(std::initializer_list<std::pair<const char*, const Tensor*>> args) {
+  for (const auto& [name, t] : args) {
+    AOTISHIM_CHECK(t->device().type() == DeviceType::CPU, name, " is on ", t->device().name(),
+                   ", but this op runs on the cpu; use the device-generic entry point or a "
+                   "cpu tensor");
+  }
 }
 
 }  // namespace
@@ -63,7 +67,8 @@ AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self
   using namespace aotishim;
   return guard(__func__, [&] {
     auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
-    mm_out(on_cpu(o, "out"), on_cpu(s, "self"), on_cpu(m, "mat2"));
+    require_cpu({{"out", o.get()}, {"self", s.get()}, {"mat2", m.get()}});
+    mm_out(*o, *s, *m);
   });
 }
 
@@ -74,8 +79,8 @@ AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle s
   return guard(__func__, [&] {
     auto o = lookup(out, "out"), s = lookup(self, "self");
     auto m1 = lookup(mat1, "mat1"), m2 = lookup(mat2, "mat2");
-    addmm_out(on_cpu(o, "out"), on_cpu(s, "self"), on_cpu(m1, "mat1"), on_cpu(m2, "mat2"), beta,
-              alpha);
+    require_cpu({{"out", o.get()}, {"self", s.get()}, {"mat1", m1.get()}, {"mat2", m2.get()}});
+    addmm_out(*o, *s, *m1, *m2, beta, alpha);
   });
 }
 
@@ -84,7 +89,8 @@ AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle sel
   using namespace aotishim;
   return guard(__func__, [&] {
     auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
-    bmm_out(on_cpu(o, "out"), on_cpu(s, "self"), on_cpu(m, "mat2"));
+    require_cpu({{"out", o.get()}, {"self", s.get()}, {"mat2", m.get()}});
+    bmm_out(*o, *s, *m);
   });
 }
 
