@@ -507,3 +507,96 @@ def test_blas_integer_limit():
     b = shim.reinterpret_tensor(t32([1]), [k, 1], [0, 1], 0)
     with pytest.raises(shim.ShimError, match="exceeds the BLAS integer limit"):
         shim.mm(t32([1, 1]), a, b)
+
+
+# ---------------------------------------------------------------- other devices (sim)
+# The ops layer is device-generic: on an asynchronous device every byte it
+# moves must be a device command. sim records commands by name, which shows
+# exactly what the op asked of the device.
+
+
+@pytest.fixture
+def sim():
+    if "sim" not in aotishim.devices():
+        pytest.skip("the sim device is not built")
+    sim = pytest.importorskip("aotishim.sim")
+    sim.configure()
+    yield sim
+    aotishim.synchronize("sim")
+
+
+def on_sim(arr) -> shim.Tensor:
+    return shim.from_numpy(np.ascontiguousarray(arr), copy=True, device="sim")
+
+
+def commands_of(sim, fn) -> list[str]:
+    """Names of the device commands fn records on sim, sorted."""
+    aotishim.synchronize("sim")
+    fn()
+    assert sim.pending_commands() > 0
+    aotishim.synchronize("sim")
+    return sorted(entry.split(" ", 1)[1] for entry in sim.last_execution_order())
+
+
+def test_sim_out_view_at_offset_is_bound_in_place(sim):
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((10, 6)).astype(np.float32)
+    b = rng.standard_normal((6, 3)).astype(np.float32)
+    buf = on_sim(np.full(89, 7.0, dtype=np.float32))
+    out = shim.reinterpret_tensor(buf, [10, 3], [8, 1], 5)
+    assert commands_of(sim, lambda: shim.mm(out, on_sim(a), on_sim(b))) == ["gemm"]
+    got = shim.to_numpy(buf)
+    grid = got[5:85].reshape(10, 8)
+    np.testing.assert_allclose(grid[:, :3], a @ b, rtol=1e-5, atol=1e-5)
+    assert (grid[:, 3:] == 7.0).all() and (got[:5] == 7.0).all() and (got[85:] == 7.0).all()
+
+
+def test_sim_addmm_reads_self_only_when_beta_is_nonzero(sim):
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((4, 5)).astype(np.float32)
+    b = rng.standard_normal((5, 3)).astype(np.float32)
+    bias = rng.standard_normal(3).astype(np.float32)
+    A, B, BIAS = on_sim(a), on_sim(b), on_sim(bias)
+    out = shim.empty_strided([4, 3], None, dtype="float32", device="sim")
+
+    assert commands_of(sim, lambda: shim.addmm(out, BIAS, A, B, beta=0.5)) == ["copy", "gemm"]
+    np.testing.assert_allclose(shim.to_numpy(out), 0.5 * bias + a @ b, rtol=1e-5, atol=1e-5)
+
+    assert commands_of(sim, lambda: shim.addmm(out, BIAS, A, B, beta=0.0)) == ["gemm"]
+    np.testing.assert_allclose(shim.to_numpy(out), a @ b, rtol=1e-5, atol=1e-5)
+
+    # self is out: already in place, nothing to copy.
+    prev = shim.to_numpy(out)
+    assert commands_of(sim, lambda: shim.addmm(out, out, A, B, beta=2.0)) == ["gemm"]
+    np.testing.assert_allclose(shim.to_numpy(out), 2.0 * prev + a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_sim_overlapping_out_goes_through_a_device_temporary(sim):
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((4, 4)).astype(np.float32)
+    y = rng.standard_normal((4, 4)).astype(np.float32)
+    X, Y = on_sim(x), on_sim(y)
+    assert commands_of(sim, lambda: shim.mm(X, X, Y)) == ["copy", "gemm"]
+    np.testing.assert_allclose(shim.to_numpy(X), x @ y, rtol=1e-5, atol=1e-5)
+
+
+def test_cpu_shims_reject_other_devices(sim):
+    a = on_sim(np.ones((2, 3), dtype=np.float32))
+    b = on_sim(np.ones((3, 2), dtype=np.float32))
+    out = shim.empty_strided([2, 2], None, dtype="float32", device="sim")
+    with pytest.raises(shim.ShimError, match=r"^aoti_torch_cpu_mm_out: out is on sim.*runs on the cpu"):
+        shim.cpu_mm_out(out, a, b)
+    with pytest.raises(shim.ShimError, match=r"^aoti_torch_cpu_addmm_out: out is on sim"):
+        shim.cpu_addmm_out(out, out, a, b, 1.0, 1.0)
+    with pytest.raises(shim.ShimError, match=r"^aoti_torch_cpu_bmm_out: out is on sim"):
+        shim.cpu_bmm_out(
+            shim.reinterpret_tensor(out, [1, 2, 2], [4, 2, 1], 0),
+            shim.reinterpret_tensor(a, [1, 2, 3], [6, 3, 1], 0),
+            shim.reinterpret_tensor(b, [1, 3, 2], [6, 2, 1], 0),
+        )
+
+
+def test_operands_on_different_devices(sim):
+    a = on_sim(np.ones((2, 3), dtype=np.float32))
+    with pytest.raises(shim.ShimError, match="different devices: out is on cpu but self is on sim"):
+        shim.mm(t32([2, 2]), a, t32([3, 2]))
