@@ -489,14 +489,46 @@ def test_cpu_shim_error_names_the_shim():
 def test_deleted_handle(api):
     out, a, b = t32([2, 5]), t32([2, 3]), t32([3, 5])
     shim.delete(b)
-    with pytest.raises(shim.ShimError, match="mat2"):
+    with pytest.raises(shim.ShimError, match="mat2 handle .* already deleted"):
         MM[api](out, a, b)
 
 
 @pytest.mark.parametrize("api", ["generic", "cpu"])
 def test_null_handle(api):
-    with pytest.raises(shim.ShimError, match="out"):
+    with pytest.raises(shim.ShimError, match="out handle is null"):
         MM[api](0, t32([2, 3]), t32([3, 5]))
+
+
+def test_c_abi_returns_codes_and_last_error():
+    # The exported symbols themselves, as generated code calls them: an error
+    # code, never an exception, and the message as the thread's last error.
+    import ctypes
+    import pathlib
+
+    lib_path = next(pathlib.Path(aotishim.__file__).parent.glob("libaotishim.*"))
+    lib = ctypes.CDLL(str(lib_path))
+    vp = ctypes.c_void_p
+    lib.aoti_torch_cpu_mm_out.argtypes = [vp, vp, vp]
+    lib.aoti_torch_cpu_addmm_out.argtypes = [vp, vp, vp, vp, ctypes.c_double, ctypes.c_double]
+    lib.aoti_torch_cpu_bmm_out.argtypes = [vp, vp, vp]
+    lib.aotishim_last_error.restype = ctypes.c_char_p
+
+    a_np = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b_np = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out_np = np.zeros((2, 4), dtype=np.float32)
+    a, b, out = shim.from_numpy(a_np), shim.from_numpy(b_np), shim.from_numpy(out_np)
+    assert lib.aoti_torch_cpu_mm_out(out.handle, a.handle, b.handle) == 0
+    np.testing.assert_array_equal(out_np, a_np @ b_np)
+    bias = shim.from_numpy(np.ones(4, dtype=np.float32))
+    assert lib.aoti_torch_cpu_addmm_out(out.handle, bias.handle, a.handle, b.handle, 1.0, 2.0) == 0
+    np.testing.assert_array_equal(out_np, 1.0 + 2.0 * (a_np @ b_np))
+
+    shim.delete(b)
+    assert lib.aoti_torch_cpu_mm_out(out.handle, a.handle, b.handle) == 1
+    assert b"aoti_torch_cpu_mm_out" in lib.aotishim_last_error()
+    assert b"mat2" in lib.aotishim_last_error()
+    assert lib.aoti_torch_cpu_bmm_out(None, a.handle, a.handle) == 1
+    assert lib.aotishim_last_error().startswith(b"aoti_torch_cpu_bmm_out: ")
 
 
 def test_blas_integer_limit():
