@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "aotishim/runner.h"
@@ -114,6 +115,22 @@ void bind_model(py::module_& m) {
       },
       py::arg("path"), "The shims a model library imports and which aotishim lacks (no loading).");
   m.def("default_weights_paths", &default_weights_paths, py::arg("so_path"));
+  m.def(
+      "release_outputs",
+      [](const std::vector<uintptr_t>& slots, py::object convert) {
+        std::vector<AtenTensorHandle> handles;
+        for (uintptr_t h : slots) handles.push_back(reinterpret_cast<AtenTensorHandle>(h));
+        std::function<void(size_t, AtenTensorHandle)> fn;
+        if (!convert.is_none()) {
+          fn = [&](size_t i, AtenTensorHandle h) {
+            convert(i, reinterpret_cast<uintptr_t>(h));
+          };
+        }
+        release_outputs(handles.data(), handles.size(), fn);
+      },
+      py::arg("slots"), py::arg("convert") = py::none(),
+      "The last-slot rule on a list of output handles: convert(slot, handle) for each slot "
+      "in order, then delete each distinct handle once, also when a conversion raises.");
 }
 
 }  // namespace aotishim::python

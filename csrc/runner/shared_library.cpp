@@ -1,9 +1,18 @@
 #include "runner/shared_library.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <mutex>
+#include <tuple>
 
 #include "aotishim/c_shim.h"
 #include "aotishim/error.h"
@@ -12,11 +21,67 @@
 
 namespace aotishim::runner {
 
+namespace {
+
+using FileId = std::tuple<dev_t, ino_t, int64_t, int64_t>;  // device, inode, mtime ns, size
+
+FileId file_id(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  }
+#ifdef __APPLE__
+  const auto& mtime = st.st_mtimespec;
+#else
+  const auto& mtime = st.st_mtim;
+#endif
+  const int64_t mtime_ns = int64_t{mtime.tv_sec} * 1000000000 + mtime.tv_nsec;
+  return {st.st_dev, st.st_ino, mtime_ns, static_cast<int64_t>(st.st_size)};
+}
+
+// A private copy of `path` under a fresh name (removed once opened).
+std::string private_copy(const std::string& path) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "aotishim-model-XXXXXX.so").string();
+  const int fd = mkstemps(pattern.data(), 3);
+  if (fd < 0) throw Error(std::string("cannot create a temporary file: ") + std::strerror(errno));
+  close(fd);
+  std::error_code ec;
+  std::filesystem::copy_file(path, pattern, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) {
+    unlink(pattern.c_str());
+    throw Error("cannot copy '" + path + "': " + ec.message());
+  }
+  return pattern;
+}
+
+}  // namespace
+
 SharedLibrary::SharedLibrary(const std::string& path) : path_(path) {
+  // The loader hands back an already-loaded library for a path it has seen,
+  // even when the file there was replaced since (models compiled again into
+  // the same place; model libraries are often never unloaded). A changed
+  // file is therefore opened through a copy under a fresh name.
+  static std::mutex mutex;
+  static std::map<std::string, FileId> seen;
+  std::string open_path = path;
+  {
+    const FileId id = file_id(path);
+    std::error_code ec;
+    std::string key = std::filesystem::weakly_canonical(path, ec).string();
+    if (ec) key = path;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = seen.find(key);
+    if (it == seen.end()) {
+      seen.emplace(key, id);
+    } else if (it->second != id) {
+      open_path = private_copy(path);
+    }
+  }
   dlerror();
-  handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  handle_ = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  const char* why = handle_ ? nullptr : dlerror();
+  if (open_path != path) unlink(open_path.c_str());
   if (!handle_) {
-    const char* why = dlerror();
     throw Error("cannot load '" + path + "': " + (why ? why : "unknown dlopen error"));
   }
 }

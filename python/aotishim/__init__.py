@@ -11,6 +11,7 @@ from __future__ import annotations
 from . import _core
 from . import shim
 from .shim import ShimError
+from .model import LeakWarning, Model, ModelError, ModelInputError, load
 
 __version__ = "0.1.0"
 
@@ -40,4 +41,4 @@ def cleanup_memory() -> int:
     return _core.cleanup_memory()
 
 
-__all__ = ["ShimError", "cleanup_memory", "devices", "memory_stats", "shim", "synchronize"]
+__all__ = ["LeakWarning", "Model", "ModelError", "ModelInputError", "ShimError", "load", "cleanup_memory", "devices", "memory_stats", "shim", "synchronize"]
