@@ -1,12 +1,31 @@
-"""Shared pytest fixtures."""
+"""Shared test configuration."""
 
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "aotishim", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "aotishim"))
+
+
+@pytest.fixture(autouse=True)
+def _clean_default_scope():
+    """Each test starts and ends with an empty default scope."""
+    import aotishim
+
+    aotishim.cleanup_memory()
+    yield
+    aotishim.cleanup_memory()
+
+
+# ---- compiled models (tests/test_model*.py) ----
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))  # tests/models.py
@@ -29,9 +48,9 @@ def compiled(model_cache: Path):
     import models
     import torch
 
-    memo: dict[tuple[str, str], models.Compiled] = {}
+    memo: dict = {}
 
-    def get(name: str, dtype: str = "float32") -> models.Compiled:
+    def get(name: str, dtype: str = "float32"):
         if (name, dtype) not in memo:
             memo[(name, dtype)] = models.compile_model(name, model_cache, getattr(torch, dtype))
         return memo[(name, dtype)]
