@@ -1,0 +1,110 @@
+// aotishim's C++ API for running AOTInductor-compiled models (built with
+// aot_inductor.link_libtorch=False) in native programs. Errors throw
+// aotishim::Error.
+//
+//   auto model = aotishim::Model::load("mlp.so");        // weights beside it
+//   std::vector<aotishim::HostOutput> out = model->run_host({{x.data(), {12, 7}, {}, dtype}});
+//   model->close();                                      // returns leaks, if any
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aotishim/c_shim.h"
+#include "aotishim/error.h"
+#include "aotishim/export.h"
+
+namespace aotishim {
+
+// The last-slot rule for a model's output handles. A compiled model may put
+// one handle in several output slots, adjacent or not. This calls
+// `convert(slot, handle)` for every slot in order (null slots included), then
+// deletes each distinct non-null handle exactly once, at the last slot that
+// holds it. If a conversion throws, later slots are not converted but every
+// handle is still deleted once and the first error is rethrown. All slots are
+// null on return.
+AOTISHIM_API void release_outputs(AtenTensorHandle* slots, size_t count,
+                                  const std::function<void(size_t, AtenTensorHandle)>& convert);
+
+// An input in host memory, read during run_host (not retained afterwards).
+struct HostInput {
+  const void* data = nullptr;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  // in elements, non-negative; empty: contiguous
+  int32_t dtype = 0;             // an aoti_torch_dtype_*() code
+};
+
+// An output copied to host memory, packed row-major.
+struct HostOutput {
+  bool defined = false;  // false when the model left this slot empty
+  std::vector<int64_t> sizes;
+  int32_t dtype = 0;
+  std::vector<uint8_t> data;
+};
+
+// What a model library needs, read from its symbol table without loading it.
+struct LibraryReport {
+  bool is_model = false;                   // defines the container entry points
+  std::vector<std::string> needed_shims;   // aoti_* functions it imports
+  std::vector<std::string> missing_shims;  // ... that aotishim does not provide
+};
+AOTISHIM_API LibraryReport inspect_library(const std::string& so_path);
+
+// Where Model::load looks for the weights blob of `so_path` when none is
+// given, in order: <dir>/<stem>.weights.blob, <dir>/<stem>_weights.blob
+// (the second is AOTInductor's own "<hash>.wrapper_weights.blob" naming).
+AOTISHIM_API std::vector<std::string> default_weights_paths(const std::string& so_path);
+
+class AOTISHIM_API Model {
+ public:
+  // Loads a compiled model for `device` ("cpu", "cuda:0", ...). Checks the
+  // model's imported shims first (all missing names in one error), creates
+  // its container in a scope of its own and feeds it the weights blob (the
+  // file is validated against the size the model expects).
+  static std::unique_ptr<Model> load(const std::string& so_path,
+                                     const std::string& weights_path = "",
+                                     const std::string& device = "cpu");
+  ~Model();  // close(); leaks are logged
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  // Runs on handles. The inputs are consumed (deleted), also on failure. The
+  // result has one handle per output slot, each distinct and owned by the
+  // caller (in the caller's current scope); outputs that borrow memory (a
+  // constant, an input) are copies, so they outlive the model.
+  std::vector<AtenTensorHandle> run(const std::vector<AtenTensorHandle>& inputs);
+
+  // Runs on host buffers and returns the outputs copied to the host.
+  std::vector<HostOutput> run_host(const std::vector<HostInput>& inputs);
+
+  // Deletes the container, then empties the model's scope. Returns what was
+  // left in it (leaks; empty for a well-behaved model). Idempotent: later
+  // calls return an empty list. Other models are never touched.
+  std::vector<std::string> close();
+  bool closed() const;
+
+  const std::string& path() const;
+  const std::string& weights_path() const;  // "" when the model has no weights
+  const std::string& device() const;
+  const std::vector<std::string>& input_names() const;
+  const std::vector<std::string>& output_names() const;
+  const std::vector<std::string>& constant_names() const;
+  uint64_t scope() const;
+  // Bytes of weights the model expects (0 when it has none or cannot say).
+  uint64_t constants_blob_size() const;
+  // Where each constant's data lay after loading (diagnostics and tests).
+  const std::vector<const void*>& constant_data_ptrs() const;
+  // What close() reported.
+  const std::vector<std::string>& leaks() const;
+
+ private:
+  Model();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace aotishim

@@ -1,0 +1,136 @@
+// Python bindings of the model runner (aotishim._core.Model and helpers).
+// aotishim.model wraps these with numpy dtype handling and input checks.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "aotishim/runner.h"
+#include "aotishim/runtime.h"
+#include "python/bindings.h"
+
+namespace py = pybind11;
+
+namespace aotishim::python {
+
+namespace {
+
+// A numpy uint8 array that owns the output bytes (no extra copy).
+py::array owning_bytes(std::vector<uint8_t>&& bytes) {
+  if (bytes.empty()) return py::array_t<uint8_t>(0);
+  auto* owned = new std::vector<uint8_t>(std::move(bytes));
+  py::capsule free_when_done(owned, [](void* p) { delete static_cast<std::vector<uint8_t>*>(p); });
+  return py::array_t<uint8_t>({static_cast<py::ssize_t>(owned->size())}, {1}, owned->data(),
+                              free_when_done);
+}
+
+HostInput host_input(const py::array& array, int32_t dtype) {
+  HostInput in;
+  in.data = array.data();
+  in.dtype = dtype;
+  const auto itemsize = static_cast<py::ssize_t>(array.itemsize());
+  for (py::ssize_t d = 0; d < array.ndim(); ++d) {
+    in.sizes.push_back(array.shape(d));
+    const py::ssize_t stride = array.strides(d);
+    if (stride < 0 || stride % itemsize != 0) {
+      throw Error("input strides must be non-negative multiples of the item size");
+    }
+    in.strides.push_back(stride / itemsize);
+  }
+  return in;
+}
+
+}  // namespace
+
+void bind_model(py::module_& m) {
+  py::class_<Model>(m, "Model", "A loaded AOTInductor model (see aotishim.load).")
+      .def_static(
+          "load",
+          [](const std::string& path, const std::string& weights, const std::string& device) {
+            py::gil_scoped_release release;
+            return Model::load(path, weights, device);
+          },
+          py::arg("path"), py::arg("weights") = "", py::arg("device") = "cpu")
+      .def(
+          "run_host",
+          [](Model& self, const std::vector<std::pair<py::array, int32_t>>& arrays) {
+            std::vector<HostInput> inputs;
+            inputs.reserve(arrays.size());
+            for (const auto& [array, dtype] : arrays) inputs.push_back(host_input(array, dtype));
+            std::vector<HostOutput> outputs;
+            {
+              // The arrays stay referenced by `arrays` while the GIL is released.
+              py::gil_scoped_release release;
+              outputs = self.run_host(inputs);
+            }
+            py::list result;
+            for (HostOutput& out : outputs) {
+              if (!out.defined) {
+                result.append(py::none());
+                continue;
+              }
+              result.append(py::make_tuple(owning_bytes(std::move(out.data)),
+                                           py::tuple(py::cast(out.sizes)), out.dtype));
+            }
+            return result;
+          },
+          py::arg("inputs"),
+          "Runs on (array, dtype code) pairs; returns (bytes, sizes, dtype code) or None per output.")
+      .def("close",
+           [](Model& self) {
+             py::gil_scoped_release release;
+             return self.close();
+           })
+      .def_property_readonly("closed", &Model::closed)
+      .def_property_readonly("path", &Model::path)
+      .def_property_readonly("weights_path", &Model::weights_path)
+      .def_property_readonly("device", &Model::device)
+      .def_property_readonly("input_names", &Model::input_names)
+      .def_property_readonly("output_names", &Model::output_names)
+      .def_property_readonly("constant_names", &Model::constant_names)
+      .def_property_readonly("scope", &Model::scope)
+      .def_property_readonly("constants_blob_size", &Model::constants_blob_size)
+      .def_property_readonly("constant_data_ptrs",
+                             [](const Model& self) {
+                               std::vector<uintptr_t> out;
+                               for (const void* p : self.constant_data_ptrs()) {
+                                 out.push_back(reinterpret_cast<uintptr_t>(p));
+                               }
+                               return out;
+                             })
+      .def_property_readonly("leaks", &Model::leaks);
+
+  m.def(
+      "inspect_library",
+      [](const std::string& path) {
+        const LibraryReport report = inspect_library(path);
+        py::dict out;
+        out["is_model"] = report.is_model;
+        out["needed_shims"] = report.needed_shims;
+        out["missing_shims"] = report.missing_shims;
+        return out;
+      },
+      py::arg("path"), "The shims a model library imports and which aotishim lacks (no loading).");
+  m.def("default_weights_paths", &default_weights_paths, py::arg("so_path"));
+  m.def(
+      "release_outputs",
+      [](const std::vector<uintptr_t>& slots, py::object convert) {
+        std::vector<AtenTensorHandle> handles;
+        for (uintptr_t h : slots) handles.push_back(reinterpret_cast<AtenTensorHandle>(h));
+        std::function<void(size_t, AtenTensorHandle)> fn;
+        if (!convert.is_none()) {
+          fn = [&](size_t i, AtenTensorHandle h) {
+            convert(i, reinterpret_cast<uintptr_t>(h));
+          };
+        }
+        release_outputs(handles.data(), handles.size(), fn);
+      },
+      py::arg("slots"), py::arg("convert") = py::none(),
+      "The last-slot rule on a list of output handles: convert(slot, handle) for each slot "
+      "in order, then delete each distinct handle once, also when a conversion raises.");
+}
+
+}  // namespace aotishim::python

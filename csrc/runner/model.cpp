@@ -1,0 +1,358 @@
+// aotishim::Model: one compiled model, its container and its scope.
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <shared_mutex>
+
+#include "aotishim/runner.h"
+#include "aotishim/runtime.h"
+#include "core/error.h"
+#include "runner/container_api.h"
+#include "runner/shared_library.h"
+#include "runner/weights_file.h"
+
+namespace aotishim {
+
+namespace fs = std::filesystem;
+using runner::ContainerHandle;
+
+struct Model::Impl {
+  std::string path;
+  std::string weights_path;
+  std::string device;
+  runner::SharedLibrary library;
+  runner::ContainerApi api;
+  ContainerHandle container = nullptr;
+  runner::WeightsFile weights;  // the model keeps a pointer into it
+  uint64_t scope = 0;
+  bool has_scope = false;
+  uint64_t blob_size = 0;
+  std::vector<std::string> input_names, output_names, constant_names, leaks;
+  std::vector<const void*> constant_ptrs;
+  // Runs share the model; close() waits for them and excludes new ones.
+  mutable std::shared_mutex mutex;
+  bool closed = false;
+
+  void open_container();
+  void feed_weights(const std::string& requested);
+  void record_constant_ptrs();
+  std::vector<std::string> teardown();
+  void require_open() const;
+  // Runs the container on `inputs` (stolen) and returns its raw output slots.
+  std::vector<AtenTensorHandle> invoke(std::vector<AtenTensorHandle>& inputs);
+};
+
+namespace {
+
+// Model code reads AOTI_RUNTIME_CHECK_INPUTS once per load to decide whether
+// to check its inputs' dtype, sizes and strides; without the checks a wrong
+// input reads out of bounds. Turned on unless the user chose otherwise.
+void enable_model_input_checks() {
+  static std::once_flag once;
+  std::call_once(once, [] { setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0); });
+}
+
+std::string file_stem(const std::string& so_path) {
+  fs::path p(so_path);
+  return p.extension() == ".so" || p.extension() == ".dylib" ? p.stem().string()
+                                                              : p.filename().string();
+}
+
+bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  if (strides.empty()) return true;
+  if (strides.size() != sizes.size()) return false;
+  int64_t expected = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] != 1 && strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
+  return strides;
+}
+
+void delete_if_live(AtenTensorHandle handle) {
+  if (handle && is_live_handle(handle)) aoti_torch_delete_tensor_object(handle);
+}
+
+}  // namespace
+
+std::vector<std::string> default_weights_paths(const std::string& so_path) {
+  const fs::path dir = fs::path(so_path).parent_path();
+  const std::string stem = file_stem(so_path);
+  return {(dir / (stem + ".weights.blob")).string(), (dir / (stem + "_weights.blob")).string()};
+}
+
+LibraryReport inspect_library(const std::string& so_path) {
+  const runner::ShimCheck check = runner::check_model_symbols(so_path);
+  LibraryReport report;
+  report.is_model = check.entry_points_missing.empty();
+  report.needed_shims = check.needed;
+  report.missing_shims = check.missing;
+  return report;
+}
+
+void Model::Impl::open_container() {
+  ScopeGuard guard(scope);
+  clear_last_error();
+  api.check(api.create(&container, 1, device.c_str(), nullptr),
+            "creating the model container for device '" + device + "'");
+  auto names = [&](auto count_fn, auto name_fn, const char* what) {
+    std::vector<std::string> out;
+    if (!count_fn || !name_fn) return out;
+    size_t n = 0;
+    api.check(count_fn(container, &n), std::string("reading the number of ") + what);
+    for (size_t i = 0; i < n; ++i) {
+      const char* name = nullptr;
+      api.check(name_fn(container, i, &name), std::string("reading a name of the ") + what);
+      out.emplace_back(name ? name : "");
+    }
+    return out;
+  };
+  input_names = names(api.num_inputs, api.input_name, "inputs");
+  output_names = names(api.num_outputs, api.output_name, "outputs");
+  constant_names = names(api.num_constants, api.constant_name, "constants");
+}
+
+void Model::Impl::feed_weights(const std::string& requested) {
+  // The size query only works for models whose weights live outside the
+  // code (package_constants_in_so=False); others carry their own.
+  bool external = false;
+  if (api.constants_blob_size) {
+    ScopeGuard guard(scope);
+    clear_last_error();
+    external = api.constants_blob_size(container, &blob_size) == 0;
+    if (!external) blob_size = 0;
+  }
+  if (requested.empty() && (!external || blob_size == 0 || constant_names.empty())) return;
+
+  std::string chosen = requested;
+  if (chosen.empty()) {
+    for (const std::string& candidate : default_weights_paths(path)) {
+      if (fs::is_regular_file(candidate)) {
+        chosen = candidate;
+        break;
+      }
+    }
+    if (chosen.empty()) {
+      const auto tried = default_weights_paths(path);
+      throw Error("the weights of '" + path + "' were not found: looked for '" + tried[0] +
+                  "' and '" + tried[1] + "' (pass the weights path explicitly)");
+    }
+  } else if (!fs::exists(chosen)) {
+    throw Error("weights file '" + chosen + "' does not exist");
+  }
+  if (!api.update_constants_from_blob) {
+    throw Error("'" + path + "' cannot take a weights blob (no AOTInductorModelUpdateConstantsFromBlob)");
+  }
+  weights = runner::WeightsFile(chosen);
+  if (external && weights.size() < blob_size) {
+    throw Error("weights file '" + chosen + "' is truncated: it holds " +
+                std::to_string(weights.size()) + " bytes but the model expects " +
+                std::to_string(blob_size));
+  }
+  ScopeGuard guard(scope);
+  clear_last_error();
+  api.check(api.update_constants_from_blob(container, weights.data()),
+            "loading weights from '" + chosen + "'");
+  weights_path = chosen;
+}
+
+void Model::Impl::record_constant_ptrs() {
+  if (!api.constant_entries) return;
+  const runner::ConstantMapEntry* entries = nullptr;
+  size_t count = 0;
+  clear_last_error();
+  if (api.constant_entries(container, &entries, &count, false) != 0 || !entries) return;
+  for (size_t i = 0; i < count; ++i) {
+    if (entries[i].handle && is_live_handle(entries[i].handle)) {
+      constant_ptrs.push_back(tensor_info(entries[i].handle).data_ptr);
+    }
+  }
+}
+
+std::vector<std::string> Model::Impl::teardown() {
+  std::vector<std::string> found;
+  if (container) {
+    ScopeGuard guard(scope);
+    clear_last_error();
+    // Never skipped: deleting the container is what frees its constants.
+    if (api.destroy(container) != 0) found.push_back(api.error_message("deleting the container"));
+    container = nullptr;
+  }
+  if (has_scope) {
+    for (std::string& leak : destroy_scope(scope)) found.push_back(std::move(leak));
+    has_scope = false;
+  }
+  weights = runner::WeightsFile();
+  library = runner::SharedLibrary();
+  return found;
+}
+
+void Model::Impl::require_open() const {
+  if (closed) throw Error("model '" + path + "' is closed");
+}
+
+std::vector<AtenTensorHandle> Model::Impl::invoke(std::vector<AtenTensorHandle>& inputs) {
+  std::vector<AtenTensorHandle> outputs(output_names.size(), nullptr);
+  ScopeGuard guard(scope);
+  clear_last_error();
+  const auto err = api.run(container, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
+                           nullptr, nullptr);
+  if (err != 0) {
+    const std::string message = api.error_message("running model '" + path + "'");
+    // A model that fails its input checks has not taken its inputs yet.
+    for (AtenTensorHandle h : inputs) delete_if_live(h);
+    try {
+      release_outputs(outputs.data(), outputs.size(), nullptr);
+    } catch (const std::exception&) {
+      // The run's own error is the one worth reporting.
+    }
+    throw Error(message);
+  }
+  return outputs;
+}
+
+Model::Model() : impl_(std::make_unique<Impl>()) {}
+
+Model::~Model() {
+  try {
+    const auto leaks = close();
+    for (const auto& leak : leaks) log(LogLevel::Warn, "model leak: " + leak);
+  } catch (...) {
+    // A destructor reports, it never throws.
+  }
+}
+
+std::unique_ptr<Model> Model::load(const std::string& so_path, const std::string& weights_path,
+                                   const std::string& device) {
+  if (!fs::exists(so_path)) throw Error("model file '" + so_path + "' does not exist");
+  if (!fs::is_regular_file(so_path)) throw Error("model path '" + so_path + "' is not a file");
+  runner::require_loadable(so_path, runner::check_model_symbols(so_path));
+  enable_model_input_checks();
+
+  std::unique_ptr<Model> model(new Model());
+  Impl& m = *model->impl_;
+  m.path = so_path;
+  m.device = device;
+  m.library = runner::SharedLibrary(so_path);
+  m.api = runner::ContainerApi::resolve(m.library);
+  m.scope = create_scope("model " + fs::path(so_path).filename().string());
+  m.has_scope = true;
+  try {
+    m.open_container();
+    m.feed_weights(weights_path);
+    m.record_constant_ptrs();
+  } catch (...) {
+    m.closed = true;
+    m.teardown();  // a failed load leaves nothing behind
+    throw;
+  }
+  return model;
+}
+
+std::vector<AtenTensorHandle> Model::run(const std::vector<AtenTensorHandle>& inputs) {
+  std::shared_lock<std::shared_mutex> lock(impl_->mutex);
+  std::vector<AtenTensorHandle> stolen = inputs;
+  if (impl_->closed || stolen.size() != impl_->input_names.size()) {
+    for (AtenTensorHandle h : stolen) delete_if_live(h);  // consumed on every path
+    impl_->require_open();
+    throw Error("model '" + impl_->path + "' takes " + std::to_string(impl_->input_names.size()) +
+                " input(s), got " + std::to_string(stolen.size()));
+  }
+  std::vector<AtenTensorHandle> slots = impl_->invoke(stolen);
+
+  const uint64_t caller = current_scope_id();
+  std::vector<AtenTensorHandle> results(slots.size(), nullptr);
+  try {
+    release_outputs(slots.data(), slots.size(), [&](size_t i, AtenTensorHandle h) {
+      if (!h) return;
+      ScopeGuard guard(caller);  // the caller owns what it gets back
+      // Memory the model borrowed (its constants, the caller's inputs) may
+      // go away with the model: hand back a copy instead of a view.
+      check(tensor_info(h).owns_storage ? aoti_torch_new_tensor_handle(h, &results[i])
+                                        : aoti_torch_clone(h, &results[i]));
+    });
+  } catch (...) {
+    for (AtenTensorHandle h : results) delete_if_live(h);
+    throw;
+  }
+  return results;
+}
+
+std::vector<HostOutput> Model::run_host(const std::vector<HostInput>& inputs) {
+  std::shared_lock<std::shared_mutex> lock(impl_->mutex);
+  Impl& m = *impl_;
+  m.require_open();
+  if (inputs.size() != m.input_names.size()) {
+    throw Error("model '" + m.path + "' takes " + std::to_string(m.input_names.size()) +
+                " input(s), got " + std::to_string(inputs.size()));
+  }
+  std::vector<AtenTensorHandle> handles;
+  {
+    ScopeGuard guard(m.scope);
+    try {
+      for (const HostInput& in : inputs) {
+        if (m.device == "cpu" && is_contiguous(in.sizes, in.strides)) {
+          // Borrowed: the caller's buffer outlives the run.
+          handles.push_back(borrow_host_memory(const_cast<void*>(in.data), in.sizes,
+                                               contiguous_strides(in.sizes), in.dtype, nullptr));
+        } else {
+          handles.push_back(copy_from_host(in.data, in.sizes,
+                                           in.strides.empty() ? contiguous_strides(in.sizes)
+                                                              : in.strides,
+                                           in.dtype, m.device));
+        }
+      }
+    } catch (...) {
+      for (AtenTensorHandle h : handles) delete_if_live(h);
+      throw;
+    }
+  }
+  std::vector<AtenTensorHandle> slots = m.invoke(handles);
+
+  std::vector<HostOutput> results(slots.size());
+  release_outputs(slots.data(), slots.size(), [&](size_t i, AtenTensorHandle h) {
+    if (!h) return;
+    const TensorInfo info = tensor_info(h);
+    HostOutput& out = results[i];
+    out.defined = true;
+    out.sizes = info.sizes;
+    out.dtype = info.dtype;
+    size_t numel = 1;
+    for (int64_t s : info.sizes) numel *= static_cast<size_t>(s);
+    out.data.resize(numel * aoti_torch_dtype_element_size(info.dtype));
+    if (!out.data.empty()) copy_to_host(h, out.data.data());
+  });
+  return results;
+}
+
+std::vector<std::string> Model::close() {
+  std::unique_lock<std::shared_mutex> lock(impl_->mutex);
+  if (impl_->closed) return {};
+  impl_->closed = true;
+  impl_->leaks = impl_->teardown();
+  return impl_->leaks;
+}
+
+bool Model::closed() const {
+  std::shared_lock<std::shared_mutex> lock(impl_->mutex);
+  return impl_->closed;
+}
+
+const std::string& Model::path() const { return impl_->path; }
+const std::string& Model::weights_path() const { return impl_->weights_path; }
+const std::string& Model::device() const { return impl_->device; }
+const std::vector<std::string>& Model::input_names() const { return impl_->input_names; }
+const std::vector<std::string>& Model::output_names() const { return impl_->output_names; }
+const std::vector<std::string>& Model::constant_names() const { return impl_->constant_names; }
+uint64_t Model::scope() const { return impl_->scope; }
+uint64_t Model::constants_blob_size() const { return impl_->blob_size; }
+const std::vector<const void*>& Model::constant_data_ptrs() const { return impl_->constant_ptrs; }
+const std::vector<std::string>& Model::leaks() const { return impl_->leaks; }
+
+}  // namespace aotishim

@@ -1,0 +1,207 @@
+#include "runner/shared_library.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "aotishim/c_shim.h"
+#include "aotishim/error.h"
+#include "runner/container_api.h"
+#include "runner/elf_symbols.h"
+
+namespace aotishim::runner {
+
+namespace {
+
+using FileId = std::tuple<dev_t, ino_t, int64_t, int64_t>;  // device, inode, mtime ns, size
+
+FileId file_id(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  }
+#ifdef __APPLE__
+  const auto& mtime = st.st_mtimespec;
+#else
+  const auto& mtime = st.st_mtim;
+#endif
+  const int64_t mtime_ns = int64_t{mtime.tv_sec} * 1000000000 + mtime.tv_nsec;
+  return {st.st_dev, st.st_ino, mtime_ns, static_cast<int64_t>(st.st_size)};
+}
+
+// A private copy of `path` under a fresh name (removed once opened).
+std::string private_copy(const std::string& path) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "aotishim-model-XXXXXX.so").string();
+  const int fd = mkstemps(pattern.data(), 3);
+  if (fd < 0) throw Error(std::string("cannot create a temporary file: ") + std::strerror(errno));
+  close(fd);
+  std::error_code ec;
+  std::filesystem::copy_file(path, pattern, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) {
+    unlink(pattern.c_str());
+    throw Error("cannot copy '" + path + "': " + ec.message());
+  }
+  return pattern;
+}
+
+}  // namespace
+
+SharedLibrary::SharedLibrary(const std::string& path) : path_(path) {
+  // The loader hands back an already-loaded library for a path it has seen,
+  // even when the file there was replaced since (models compiled again into
+  // the same place; model libraries are often never unloaded). A changed
+  // file is therefore opened through a copy under a fresh name.
+  static std::mutex mutex;
+  static std::map<std::string, FileId> seen;
+  std::string open_path = path;
+  {
+    const FileId id = file_id(path);
+    std::error_code ec;
+    std::string key = std::filesystem::weakly_canonical(path, ec).string();
+    if (ec) key = path;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = seen.find(key);
+    if (it == seen.end()) {
+      seen.emplace(key, id);
+    } else if (it->second != id) {
+      open_path = private_copy(path);
+    }
+  }
+  dlerror();
+  handle_ = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  const char* why = handle_ ? nullptr : dlerror();
+  if (open_path != path) unlink(open_path.c_str());
+  if (!handle_) {
+    throw Error("cannot load '" + path + "': " + (why ? why : "unknown dlopen error"));
+  }
+}
+
+SharedLibrary::~SharedLibrary() {
+  if (handle_) dlclose(handle_);
+}
+
+SharedLibrary::SharedLibrary(SharedLibrary&& other) noexcept
+    : handle_(other.handle_), path_(std::move(other.path_)) {
+  other.handle_ = nullptr;
+}
+
+SharedLibrary& SharedLibrary::operator=(SharedLibrary&& other) noexcept {
+  if (this != &other) {
+    if (handle_) dlclose(handle_);
+    handle_ = other.handle_;
+    path_ = std::move(other.path_);
+    other.handle_ = nullptr;
+  }
+  return *this;
+}
+
+void* SharedLibrary::find(const char* name) const {
+  return handle_ ? dlsym(handle_, name) : nullptr;
+}
+
+namespace {
+
+// Our own library, opened once more (never closed) to look shims up in it.
+void* shim_handle() {
+  static void* handle = [] {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&aotishim_last_error), &info) || !info.dli_fname) {
+      throw Error("cannot find the path of libaotishim (dladdr failed)");
+    }
+    dlerror();
+    void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+    if (!h) {
+      const char* why = dlerror();
+      throw Error(std::string("cannot make libaotishim's shims global: ") +
+                  (why ? why : "unknown dlopen error"));
+    }
+    return h;
+  }();
+  return handle;
+}
+
+bool is_shim_name(const std::string& name) { return name.rfind("aoti_", 0) == 0; }
+
+std::string provider_of(void* address) {
+  Dl_info info{};
+  if (address && dladdr(address, &info) && info.dli_fname) return info.dli_fname;
+  return "another library";
+}
+
+}  // namespace
+
+void make_shims_global() {
+  static std::once_flag once;
+  std::call_once(once, [] { shim_handle(); });
+}
+
+std::string shim_library_path() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&aotishim_last_error), &info) && info.dli_fname) {
+    return info.dli_fname;
+  }
+  return "libaotishim";
+}
+
+ShimCheck check_model_symbols(const std::string& path) {
+  ShimCheck check;
+  if (!elf_platform()) return check;
+  make_shims_global();
+  const DynamicSymbols symbols = read_dynamic_symbols(path);
+  for (const std::string& name : symbols.undefined) {
+    if (!is_shim_name(name)) continue;
+    check.needed.push_back(name);
+    void* ours = dlsym(shim_handle(), name.c_str());
+    if (!ours) {
+      check.missing.push_back(name);
+      continue;
+    }
+    // The model binds to the first global definition; it must be ours, or
+    // it would hand our runtime tensors made by someone else.
+    void* first = dlsym(RTLD_DEFAULT, name.c_str());
+    if (first && first != ours) check.conflicts.push_back(name + " (from " + provider_of(first) + ")");
+  }
+  for (const char* entry : required_entry_points()) {
+    if (std::find(symbols.defined.begin(), symbols.defined.end(), entry) == symbols.defined.end()) {
+      check.entry_points_missing.push_back(entry);
+    }
+  }
+  std::sort(check.needed.begin(), check.needed.end());
+  std::sort(check.missing.begin(), check.missing.end());
+  return check;
+}
+
+namespace {
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+}  // namespace
+
+void require_loadable(const std::string& path, const ShimCheck& check) {
+  if (!check.entry_points_missing.empty()) {
+    throw Error("'" + path + "' is not an AOTInductor model: it does not define " +
+                join(check.entry_points_missing));
+  }
+  if (!check.missing.empty()) {
+    throw Error("'" + path + "' needs " + std::to_string(check.missing.size()) +
+                " shim function(s) that aotishim does not provide: " + join(check.missing));
+  }
+  if (!check.conflicts.empty()) {
+    throw Error("'" + path + "' would bind shim functions to another library loaded with " +
+                "RTLD_GLOBAL before aotishim: " + join(check.conflicts));
+  }
+}
+
+}  // namespace aotishim::runner

@@ -1,0 +1,61 @@
+#include "runner/weights_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "aotishim/error.h"
+
+namespace aotishim::runner {
+
+WeightsFile::WeightsFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("cannot open weights '" + path + "': " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    throw Error("weights '" + path + "' is not a regular file");
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ > 0) {
+    // Mapped, not read: pages come from the page cache and are shared.
+    void* mapped = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapped == MAP_FAILED) {
+      const int err = errno;
+      close(fd);
+      throw Error("cannot map weights '" + path + "': " + std::strerror(err));
+    }
+    data_ = static_cast<const uint8_t*>(mapped);
+  }
+  close(fd);
+}
+
+WeightsFile::~WeightsFile() { reset(); }
+
+void WeightsFile::reset() {
+  if (data_) munmap(const_cast<uint8_t*>(data_), size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+WeightsFile::WeightsFile(WeightsFile&& other) noexcept : data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+WeightsFile& WeightsFile::operator=(WeightsFile&& other) noexcept {
+  if (this != &other) {
+    reset();
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+}  // namespace aotishim::runner

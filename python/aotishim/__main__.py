@@ -1,0 +1,266 @@
+"""``python -m aotishim``: demo, run and info.
+
+    python -m aotishim demo                    # export small models, run them, compare with eager
+    python -m aotishim run MODEL [--input x.npy ...] [--device D] [--repeat N]
+    python -m aotishim info MODEL              # inputs, outputs, constants, shims needed/missing
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+import aotishim
+from aotishim import _core
+from aotishim.model import Model, ModelError, package_members
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    return "\n".join(out)
+
+
+def _default_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "aotishim" / "demo"
+
+
+def _best_device() -> str:
+    """A GPU when both aotishim and torch can use it, else the cpu."""
+    available = aotishim.devices()
+    if "cuda:0" in available:
+        import torch
+
+        if torch.cuda.is_available():
+            return "cuda:0"
+    return "cpu"
+
+
+# ---- demo ----
+def cmd_demo(args: argparse.Namespace) -> int:
+    from aotishim import zoo  # torch is needed from here on
+
+    names = args.models.split(",") if args.models else list(zoo.MODELS)
+    unknown = [n for n in names if n not in zoo.MODELS]
+    if unknown:
+        print(f"unknown model(s) {unknown}; choose from {', '.join(zoo.MODELS)}", file=sys.stderr)
+        return 2
+    import torch
+
+    from aotishim import export
+
+    device = args.device or _best_device()
+    cache = Path(args.cache_dir) if args.cache_dir else _default_cache()
+    print(f"aotishim demo: {len(names)} model(s) on {device}, {args.loads} load(s) each "
+          f"(compiled models cached in {cache})")
+    prepared = []
+    for name in names:
+        module, inputs = zoo.build(name)
+        started = time.perf_counter()
+        so = export.compile_cached(module, inputs, cache, name=name, device=device)
+        with torch.no_grad():
+            expected = module.to(device)(*(x.to(device) for x in inputs))
+        if isinstance(expected, torch.Tensor):
+            expected = (expected,)
+        print(f"  {name}: {so.name} ready in {time.perf_counter() - started:.1f} s")
+        prepared.append((name, so, [x.numpy() for x in inputs],
+                         [e.detach().cpu().numpy() for e in expected]))
+
+    results = {name: {"loads": 0, "error": 0.0, "seconds": 0.0, "failure": ""}
+               for name in names}
+    # Models are switched on every round: load, run, close one, then the next.
+    for _ in range(args.loads):
+        for name, so, inputs, expected in prepared:
+            r = results[name]
+            if r["failure"]:
+                continue
+            started = time.perf_counter()
+            try:
+                with aotishim.load(so, device=device) as model:
+                    outputs = model(*inputs)
+                leaks = model.leaks
+                if leaks:
+                    raise ModelError(f"{len(leaks)} leaked tensor(s)")
+                err = max(float(np.max(np.abs(o.astype(np.float64) - e.astype(np.float64))))
+                          for o, e in zip(outputs, expected))
+                r["error"] = max(r["error"], err)
+                r["loads"] += 1
+                if not np.isfinite(err) or err > args.tolerance:
+                    r["failure"] = f"max error {err:.3g} > {args.tolerance:g}"
+            except aotishim.ShimError as e:
+                r["failure"] = str(e).splitlines()[0]
+            r["seconds"] += time.perf_counter() - started
+
+    rows = []
+    for name in names:
+        r = results[name]
+        status = "ok" if not r["failure"] else f"FAILED: {r['failure']}"
+        per_load = r["seconds"] / max(r["loads"], 1) * 1e3
+        rows.append([name, device, str(r["loads"]), f"{r['error']:.2e}",
+                     f"{per_load:.1f} ms/load", status])
+    print()
+    print(_table(["model", "device", "loads", "max error", "time", "status"], rows))
+    failed = [n for n in names if results[n]["failure"]]
+    stats = aotishim.memory_stats()
+    print(f"\nlive tensors after all closes: {stats['live_tensors']}")
+    return 1 if failed or stats["live_tensors"] else 0
+
+
+# ---- run ----
+def _random_inputs(model: Model) -> list[np.ndarray]:
+    specs = model.input_specs
+    if specs is None:
+        raise ModelError(f"{model.name} has no spec file (NAME.spec.json); pass one --input "
+                         f"per model input ({len(model.input_names)})")
+    rng = np.random.default_rng(0)
+    from aotishim._dtypes import numpy_dtype
+
+    out = []
+    for s in specs:
+        dt = numpy_dtype(s.dtype)
+        if np.issubdtype(dt, np.integer) or dt == np.bool_:
+            out.append(rng.integers(0, 2, size=s.shape).astype(dt))
+        else:
+            out.append(rng.standard_normal(s.shape).astype(dt))
+    return out
+
+
+def _summary(a: np.ndarray) -> str:
+    if a.size == 0:
+        return "empty"
+    f = a.astype(np.float64)
+    return f"min {f.min():.4g}  max {f.max():.4g}  mean {f.mean():.4g}"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    with aotishim.load(args.model, weights=args.weights, device=args.device) as model:
+        inputs = [np.load(p) for p in args.input] if args.input else _random_inputs(model)
+        times = []
+        outputs: tuple = ()
+        for _ in range(max(args.repeat, 1)):
+            started = time.perf_counter()
+            outputs = model(*inputs)
+            times.append(time.perf_counter() - started)
+        names = model.output_names
+        print(f"{model.name} on {model.device}: {len(inputs)} input(s), {len(outputs)} output(s)")
+        rows = []
+        for i, o in enumerate(outputs):
+            label = names[i] if i < len(names) else str(i)
+            if o is None:
+                rows.append([str(i), label, "-", "-", "undefined"])
+            else:
+                rows.append([str(i), label, str(o.dtype), str(list(o.shape)), _summary(o)])
+        print(_table(["#", "output", "dtype", "shape", "values"], rows))
+        ms = np.array(times) * 1e3
+        print(f"\n{len(times)} run(s): first {ms[0]:.3f} ms, mean {ms.mean():.3f} ms, "
+              f"min {ms.min():.3f} ms")
+        if args.save:
+            out_dir = Path(args.save)
+            out_dir.mkdir(parents=True, exist_ok=True)
+            for i, o in enumerate(outputs):
+                if o is not None:
+                    np.save(out_dir / f"output{i}.npy", o)
+            print(f"outputs saved in {out_dir}")
+    return 0
+
+
+# ---- info ----
+def cmd_info(args: argparse.Namespace) -> int:
+    path = Path(args.model)
+    if not path.is_file():
+        print(f"no such model file: {path}", file=sys.stderr)
+        return 2
+    tmp = None
+    try:
+        so = path
+        if zipfile.is_zipfile(path):
+            tmp = tempfile.mkdtemp(prefix="aotishim-info-")
+            with zipfile.ZipFile(path) as archive:
+                member, _ = package_members(archive)
+                so = Path(tmp) / "model.so"
+                with archive.open(member) as src, open(so, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+        report = _core.inspect_library(str(so))
+        print(f"model:   {path}")
+        print(f"library: {'an AOTInductor model' if report['is_model'] else 'NOT an AOTInductor model'}")
+        needed, missing = report["needed_shims"], set(report["missing_shims"])
+        print(f"shims:   {len(needed)} needed, {len(missing)} missing")
+        for name in needed:
+            print(f"  {'MISSING ' if name in missing else '        '}{name}")
+        if not report["is_model"] or missing:
+            return 1
+        with aotishim.load(path, weights=args.weights, device=args.device) as model:
+            specs = model.input_specs
+            print(f"inputs:  {len(model.input_names)}")
+            for i, n in enumerate(model.input_names):
+                print(f"  {n}" + (f"  ({specs[i].describe()})" if specs else ""))
+            ospecs = model.output_specs
+            print(f"outputs: {len(model.output_names)}")
+            for i, n in enumerate(model.output_names):
+                extra = f"  ({ospecs[i].dtype}{list(ospecs[i].shape)})" if ospecs and i < len(ospecs) else ""
+                print(f"  {n}{extra}")
+            print(f"constants: {len(model.constant_names)} "
+                  f"({model.constants_blob_size} bytes from {model.weights_path or 'nowhere'})")
+            for n in model.constant_names:
+                print(f"  {n}")
+        return 0
+    except (aotishim.ShimError, zipfile.BadZipFile) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m aotishim",
+                                     description="Run AOTInductor-compiled models without libtorch.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="export small models, run them, compare with eager")
+    demo.add_argument("--models", help=f"comma-separated subset (default: all)")
+    demo.add_argument("--loads", type=int, default=3, help="load/run/close rounds (default 3)")
+    demo.add_argument("--device", help="default: the best available ('cuda:0' or 'cpu')")
+    demo.add_argument("--cache-dir", help=f"compiled models (default {_default_cache()})")
+    demo.add_argument("--tolerance", type=float, default=1e-4, help="max abs error allowed")
+    demo.set_defaults(fn=cmd_demo)
+
+    run = sub.add_parser("run", help="run a model and summarise its outputs and timing")
+    run.add_argument("model", help="a model .so (weights beside it) or .pt2 package")
+    run.add_argument("--input", action="append", default=[], metavar="X.npy",
+                     help="one per model input, in order (default: random, from the spec)")
+    run.add_argument("--weights", help="weights blob (default: beside the .so)")
+    run.add_argument("--device", default="cpu")
+    run.add_argument("--repeat", type=int, default=1)
+    run.add_argument("--save", metavar="DIR", help="save outputs as DIR/output<i>.npy")
+    run.set_defaults(fn=cmd_run)
+
+    info = sub.add_parser("info", help="inputs, outputs, constants, shims needed and missing")
+    info.add_argument("model")
+    info.add_argument("--weights")
+    info.add_argument("--device", default="cpu")
+    info.set_defaults(fn=cmd_info)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except aotishim.ShimError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,367 @@
+"""Load and run AOTInductor-compiled models.
+
+``aotishim.load(path)`` accepts the ``.so`` of a model compiled with
+``aot_inductor.link_libtorch=False``, ``package_constants_in_so=False`` and
+``package_constants_on_disk_format="binary_blob"`` (its weights blob beside
+it), or a ``.pt2`` package from ``torch._inductor.aoti_compile_and_package``
+that holds such a model. No torch is needed here.
+
+Where the weights are found when ``weights`` is not given, for ``dir/NAME.so``:
+``dir/NAME.weights.blob`` (what :func:`aotishim.export.compile` writes), then
+``dir/NAME_weights.blob`` (AOTInductor's own ``<hash>.wrapper_weights.blob``).
+An optional ``dir/NAME.spec.json`` (also written by ``export.compile``)
+records the input names, dtypes and shapes so mismatches are reported
+before the model runs; without it the model's own input checks report them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import warnings
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import _core
+from ._dtypes import dtype_code, dtype_name, numpy_dtype
+from .shim import ShimError
+
+__all__ = ["Model", "ModelError", "ModelInputError", "LeakWarning", "TensorSpec", "load",
+           "spec_path", "PACKAGE_MODEL_DIR"]
+
+# Where aoti_compile_and_package puts a model inside a .pt2 archive.
+PACKAGE_MODEL_DIR = "data/aotinductor/model/"
+SPEC_FORMAT = "aotishim-model-spec/1"
+
+
+class ModelError(ShimError):
+    """A model could not be loaded or run (a :class:`aotishim.ShimError`)."""
+
+
+class ModelInputError(ModelError, ValueError):
+    """The inputs given to :meth:`Model.run` do not match the model."""
+
+
+class LeakWarning(ResourceWarning):
+    """A closed model's scope still held tensors (see :attr:`Model.leaks`)."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Name, dtype and shape of a model input or output."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    def describe(self) -> str:
+        return f"{self.name}: {self.dtype}{list(self.shape)}"
+
+
+def spec_path(so_path: str | Path) -> Path:
+    """The spec file that belongs to a model ``.so``: ``NAME.spec.json`` beside it."""
+    p = Path(so_path)
+    return p.with_name(p.stem + ".spec.json")
+
+
+def _read_specs(so_path: Path) -> tuple[list[TensorSpec] | None, list[TensorSpec] | None]:
+    path = spec_path(so_path)
+    if not path.is_file():
+        return None, None
+    try:
+        data = json.loads(path.read_text())
+        if data.get("format") != SPEC_FORMAT:
+            raise ValueError(f"unknown format {data.get('format')!r}")
+
+        def specs(key: str) -> list[TensorSpec] | None:
+            if key not in data:
+                return None
+            return [TensorSpec(str(s["name"]), str(s["dtype"]), tuple(int(d) for d in s["shape"]))
+                    for s in data[key]]
+
+        return specs("inputs"), specs("outputs")
+    except (ValueError, KeyError, TypeError) as e:
+        raise ModelError(f"model spec '{path}' is unreadable: {e}") from None
+
+
+class Model:
+    """A loaded model. Run it with :meth:`run` (or call it); close it with
+    :meth:`close` or a ``with`` block. It owns a memory scope of its own: closing
+    it deletes its container and frees exactly what it made, nothing of other
+    models'."""
+
+    def __init__(self, core: Any, source: Path,
+                 input_specs: list[TensorSpec] | None = None,
+                 output_specs: list[TensorSpec] | None = None) -> None:
+        self._core = core
+        self._source = source
+        self._input_specs = input_specs
+        self._output_specs = output_specs
+        self._leaks: list[str] = []
+        if input_specs is not None and len(input_specs) != len(core.input_names):
+            n = len(core.input_names)
+            core.close()
+            raise ModelError(f"model spec '{spec_path(core.path)}' lists {len(input_specs)} "
+                             f"inputs but the model takes {n}")
+
+    # ---- running ----
+    def run(self, *arrays: Any) -> tuple[np.ndarray, ...]:
+        """Run the model on numpy arrays (anything ``np.asarray`` accepts).
+
+        Returns one numpy array per output (bfloat16 as ``ml_dtypes.bfloat16``;
+        ``None`` for an output the model leaves empty). Raises
+        :class:`ModelInputError` for a wrong number, dtype or shape of inputs,
+        :class:`ModelError` when the model fails. The GIL is released while the
+        model runs.
+        """
+        core = self._open_core()
+        names = self.input_names
+        if len(arrays) != len(names):
+            raise ModelInputError(
+                f"{self.name} takes {len(names)} input(s) ({self._describe_inputs()}), "
+                f"got {len(arrays)}")
+        prepared = [self._prepare(i, a) for i, a in enumerate(arrays)]
+        try:
+            raw = core.run_host(prepared)
+        except ShimError as e:
+            if core.closed:
+                raise ModelError(f"{self.name} is closed") from None
+            raise ModelError(str(e)) from None
+        return tuple(None if r is None else _to_numpy(*r) for r in raw)
+
+    __call__ = run
+
+    def _prepare(self, index: int, value: Any) -> tuple[np.ndarray, int]:
+        array = np.asarray(value)
+        label = f"input {index} ({self._input_label(index)})"
+        try:
+            code = dtype_code(array.dtype)
+        except ValueError as e:
+            raise ModelInputError(f"{label}: {e}") from None
+        if self._input_specs is not None:
+            spec = self._input_specs[index]
+            if dtype_name(code) != spec.dtype:
+                raise ModelInputError(
+                    f"{label} has dtype {dtype_name(code)}, the model expects {spec.dtype}")
+            if tuple(array.shape) != spec.shape:
+                raise ModelInputError(
+                    f"{label} has shape {list(array.shape)}, the model expects {list(spec.shape)}")
+        # Strided inputs are copied into a packed tensor by the runtime; only
+        # layouts it cannot describe (negative or unaligned strides) are packed here.
+        if any(s < 0 or s % array.itemsize for s in array.strides):
+            array = np.ascontiguousarray(array)
+        return array, code
+
+    def _input_label(self, index: int) -> str:
+        if self._input_specs is not None:
+            return self._input_specs[index].name
+        return self.input_names[index]
+
+    def _describe_inputs(self) -> str:
+        if self._input_specs is not None:
+            return ", ".join(s.describe() for s in self._input_specs)
+        return ", ".join(self.input_names)
+
+    # ---- lifetime ----
+    def close(self) -> list[str]:
+        """Delete the model's container, then free what its scope still holds.
+
+        Returns the leftovers (leaks; empty for a well-behaved model) and warns
+        with :class:`LeakWarning` when there are any. Idempotent.
+        """
+        if self._core.closed:
+            return []
+        leaks = list(self._core.close())
+        self._leaks = leaks
+        if leaks:
+            warnings.warn(f"{self.name} left {len(leaks)} tensor(s) behind: {leaks}",
+                          LeakWarning, stacklevel=2)
+        return leaks
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def __enter__(self) -> "Model":
+        self._open_core()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        core = getattr(self, "_core", None)
+        if core is not None and not core.closed:
+            core.close()
+
+    def _open_core(self) -> Any:
+        if self._core.closed:
+            raise ModelError(f"{self.name} is closed")
+        return self._core
+
+    # ---- description ----
+    @property
+    def name(self) -> str:
+        """The file the model was loaded from (for messages)."""
+        return f"model '{self._source.name}'"
+
+    @property
+    def path(self) -> Path:
+        """What was passed to :func:`load` (a ``.so`` or ``.pt2``)."""
+        return self._source
+
+    @property
+    def weights_path(self) -> str:
+        """The weights blob that was loaded ("" when the model has none)."""
+        return self._core.weights_path
+
+    @property
+    def device(self) -> str:
+        return self._core.device
+
+    @property
+    def input_names(self) -> list[str]:
+        """The compiled model's input names (as AOTInductor names them)."""
+        return list(self._core.input_names)
+
+    @property
+    def output_names(self) -> list[str]:
+        return list(self._core.output_names)
+
+    @property
+    def constant_names(self) -> list[str]:
+        return list(self._core.constant_names)
+
+    @property
+    def input_specs(self) -> list[TensorSpec] | None:
+        """Input names, dtypes and shapes from the model's spec file, if any."""
+        return None if self._input_specs is None else list(self._input_specs)
+
+    @property
+    def output_specs(self) -> list[TensorSpec] | None:
+        return None if self._output_specs is None else list(self._output_specs)
+
+    @property
+    def constants_blob_size(self) -> int:
+        """Bytes of weights the model expects (0 when none or unknown)."""
+        return self._core.constants_blob_size
+
+    @property
+    def constant_data_ptrs(self) -> list[int]:
+        """Where each constant's data was placed when the model was loaded."""
+        return list(self._core.constant_data_ptrs)
+
+    @property
+    def constants_address(self) -> int | None:
+        """Start of the model's constants memory (the lowest constant address)."""
+        ptrs = [p for p in self._core.constant_data_ptrs if p]
+        return min(ptrs) if ptrs else None
+
+    @property
+    def scope(self) -> int:
+        return self._core.scope
+
+    @property
+    def memory_stats(self) -> dict:
+        """This model's scope in :func:`aotishim.memory_stats` (tensors, bytes, ...);
+        after close, zeros."""
+        for scope in _core.memory_stats()["scopes"]:
+            if scope["id"] == self._core.scope:
+                return dict(scope)
+        return {"id": self._core.scope, "name": "", "tensors": 0, "owned_storages": 0,
+                "owned_bytes": 0, "borrowed_storages": 0}
+
+    @property
+    def leaks(self) -> list[str]:
+        """What :meth:`close` found left in the model's scope."""
+        return list(self._leaks)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"device={self.device}"
+        return (f"<aotishim.Model {self._source.name} inputs={self.input_names} "
+                f"outputs={self.output_names} {state}>")
+
+
+def _to_numpy(data: np.ndarray, sizes: Sequence[int], code: int) -> np.ndarray:
+    return data.view(numpy_dtype(code)).reshape(tuple(sizes))
+
+
+def _is_elf(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+def package_members(archive: zipfile.ZipFile) -> tuple[str, str | None]:
+    """The model ``.so`` in a ``.pt2`` archive and its weights blob (or None)."""
+    names = archive.namelist()
+    libraries = [n for n in names if PACKAGE_MODEL_DIR in n and n.endswith(".so")]
+    if not libraries:
+        raise ModelError(
+            "the package holds no compiled model library (expected "
+            f"'<name>/{PACKAGE_MODEL_DIR}<hash>.wrapper.so'; was it compiled on this platform "
+            "with aoti_compile_and_package?)")
+    if len(libraries) > 1:
+        raise ModelError(f"the package holds {len(libraries)} model libraries ({libraries}); "
+                         "extract the one to run and load its .so")
+    so = libraries[0]
+    blob = so[:-len(".so")] + "_weights.blob"
+    return so, (blob if blob in names else None)
+
+
+def load(path: str | Path, *, weights: str | Path | None = None, device: str = "cpu") -> Model:
+    """Load a compiled model for ``device`` ("cpu", "cuda:0", ...).
+
+    ``path`` is a model ``.so`` (weights found beside it unless ``weights`` is
+    given) or a ``.pt2`` package holding one. Raises :class:`ModelError` with
+    the reason: no such file, not a model, shims aotishim lacks (all named),
+    missing or truncated weights.
+    """
+    source = Path(path)
+    if not source.exists():
+        raise ModelError(f"no such model file: '{source}'")
+    if source.is_dir():
+        raise ModelError(f"'{source}' is a directory; expected a model .so or .pt2 package")
+    if weights is not None and not Path(weights).is_file():
+        raise ModelError(f"weights file '{weights}' does not exist")
+    if zipfile.is_zipfile(source):
+        return _load_package(source, weights, device)
+    if source.suffix not in (".so", ".dylib") and not _is_elf(source):
+        raise ModelError(
+            f"'{source}' is neither a compiled model library (.so built by AOTInductor with "
+            "aot_inductor.link_libtorch=False) nor a .pt2 package")
+    return _load_library(source, source, weights, device)
+
+
+def _load_library(so: Path, source: Path, weights: str | Path | None, device: str) -> Model:
+    input_specs, output_specs = _read_specs(so)
+    try:
+        core = _core.Model.load(str(so), "" if weights is None else str(weights), device)
+    except ShimError as e:
+        raise ModelError(str(e)) from None
+    return Model(core, source, input_specs, output_specs)
+
+
+def _load_package(package: Path, weights: str | Path | None, device: str) -> Model:
+    try:
+        archive = zipfile.ZipFile(package)
+    except zipfile.BadZipFile as e:
+        raise ModelError(f"'{package}' is not a readable .pt2 package: {e}") from None
+    with archive, tempfile.TemporaryDirectory(prefix="aotishim-pt2-") as tmp:
+        try:
+            so_member, blob_member = package_members(archive)
+        except ModelError as e:
+            raise ModelError(f"'{package}': {e}") from None
+        so = Path(tmp) / "model.so"
+        with archive.open(so_member) as src, open(so, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        if blob_member is not None and weights is None:
+            with archive.open(blob_member) as src, open(Path(tmp) / "model.weights.blob", "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        # Once loaded, the library is mapped and the weights copied into the
+        # model, so the extracted files can go with the temporary directory.
+        return _load_library(so, package, weights, device)

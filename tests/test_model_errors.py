@@ -1,0 +1,215 @@
+"""Bad models, bad weights and bad inputs: each a clear Python exception, and
+the process (and every other model) carries on."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aotishim
+from aotishim import _core
+
+CC = shutil.which("cc") or shutil.which("gcc")
+needs_cc = pytest.mark.skipif(CC is None, reason="needs a C compiler")
+
+# A library that looks like a model to the loader: the container entry points,
+# plus whatever shims IMPORTS names (resolved at load time).
+FAKE_MODEL = r"""
+#include <stddef.h>
+#include <stdint.h>
+typedef struct Opaque* Handle;
+IMPORTS
+static const char* last = "";
+int32_t AOTInductorGetLastError(const char** msg) { *msg = last; return 0; }
+int32_t AOTInductorModelContainerCreateWithDevice(Handle* h, size_t n, const char* d, const char* c) {
+  USE;
+  last = "the fake container refuses to be created";
+  return 1;
+}
+int32_t AOTInductorModelContainerDelete(Handle h) { return 0; }
+int32_t AOTInductorModelContainerRun(Handle h, void* i, size_t ni, void* o, size_t no, void* s, void* p) { return 1; }
+int32_t AOTInductorModelContainerGetNumInputs(Handle h, size_t* n) { *n = 0; return 0; }
+int32_t AOTInductorModelContainerGetNumOutputs(Handle h, size_t* n) { *n = 0; return 0; }
+int32_t AOTInductorModelContainerGetInputName(Handle h, size_t i, const char** n) { return 1; }
+int32_t AOTInductorModelContainerGetOutputName(Handle h, size_t i, const char** n) { return 1; }
+"""
+
+
+def build_library(tmp_path: Path, name: str, source: str) -> Path:
+    c = tmp_path / f"{name}.c"
+    so = tmp_path / f"{name}.so"
+    c.write_text(source)
+    subprocess.run([CC, "-shared", "-fPIC", "-o", str(so), str(c)], check=True)
+    return so
+
+
+def fake_model(tmp_path: Path, name: str, shims: list[str]) -> Path:
+    imports = "".join(f"extern int {s}(void);\n" for s in shims)
+    use = " + ".join(f"{s}()" for s in shims) or "0"
+    return build_library(tmp_path, name, FAKE_MODEL.replace("IMPORTS", imports)
+                         .replace("USE", f"(void)({use})"))
+
+
+def state() -> tuple[int, set[int]]:
+    stats = aotishim.memory_stats()
+    return stats["live_tensors"], {s["id"] for s in stats["scopes"]}
+
+
+@pytest.fixture
+def unchanged():
+    """Asserts a test leaves no tensors or scopes behind."""
+    before = state()
+    yield
+    assert state() == before
+
+
+@pytest.fixture
+def model_copy(compiled, tmp_path):
+    """copy(with_weights=True, with_spec=True) -> a private copy of the mlp model."""
+    c = compiled("mlp")
+
+    def copy(with_weights: bool = True, with_spec: bool = True) -> Path:
+        so = tmp_path / "mlp.so"
+        shutil.copy(c.so, so)
+        if with_weights:
+            shutil.copy(c.so.with_name(c.so.stem + ".weights.blob"), tmp_path / "mlp.weights.blob")
+        if with_spec:
+            shutil.copy(c.so.with_name(c.so.stem + ".spec.json"), tmp_path / "mlp.spec.json")
+        return so
+
+    return copy
+
+
+def still_works(compiled) -> None:
+    c = compiled("linear_chunk_last_dim")
+    with aotishim.load(c.so) as m:
+        c.check(m(*c.inputs))
+    assert m.leaks == []
+
+
+def test_wrong_inputs_with_spec(compiled, unchanged):
+    c = compiled("mlp")
+    x = c.inputs[0]
+    with aotishim.load(c.so) as m:
+        with pytest.raises(aotishim.ModelInputError, match=r"takes 1 input\(s\).*got 2"):
+            m(x, x)
+        with pytest.raises(aotishim.ModelInputError, match=r"takes 1 input\(s\).*got 0"):
+            m()
+        with pytest.raises(aotishim.ModelInputError, match="dtype float64, the model expects float32"):
+            m(x.astype(np.float64))
+        with pytest.raises(aotishim.ModelInputError, match=r"shape \[5, 9\], the model expects \[5, 8\]"):
+            m(np.zeros((5, 9), np.float32))
+        with pytest.raises(aotishim.ModelInputError, match="unsupported dtype"):
+            m(np.zeros((5, 8), np.complex64))
+        c.check(m(x))  # the model is fine afterwards
+
+
+def test_wrong_inputs_without_spec_use_the_models_own_checks(model_copy, compiled, unchanged):
+    so = model_copy(with_spec=False)
+    with aotishim.load(so) as m:
+        assert m.input_specs is None
+        with pytest.raises(aotishim.ModelError, match="input"):
+            m(np.zeros((5, 9), np.float32))
+        with pytest.raises(aotishim.ModelError, match="dtype"):
+            m(np.zeros((5, 8), np.float64))
+        with pytest.raises(aotishim.ModelInputError, match="takes 1 input"):
+            m()
+        c = compiled("mlp")
+        c.check(m(*c.inputs))
+    assert m.leaks == []  # the rejected inputs were released too
+    still_works(compiled)
+
+
+def test_missing_weights(model_copy, compiled, unchanged):
+    so = model_copy(with_weights=False)
+    with pytest.raises(aotishim.ModelError, match=r"weights of .* were not found.*mlp\.weights\.blob"):
+        aotishim.load(so)
+    with pytest.raises(aotishim.ModelError, match="does not exist"):
+        aotishim.load(so, weights=so.with_name("nowhere.blob"))
+    still_works(compiled)
+
+
+def test_truncated_weights(model_copy, compiled, unchanged):
+    so = model_copy()
+    blob = so.with_name("mlp.weights.blob")
+    size = blob.stat().st_size
+    blob.write_bytes(blob.read_bytes()[: size // 2])
+    with pytest.raises(aotishim.ModelError, match=rf"truncated: it holds {size // 2} bytes but the model expects {size}"):
+        aotishim.load(so)
+    blob.write_bytes(b"")
+    with pytest.raises(aotishim.ModelError, match="truncated"):
+        aotishim.load(so)
+    still_works(compiled)
+
+
+def test_explicit_weights_path(model_copy, compiled, tmp_path, unchanged):
+    so = model_copy(with_weights=False)
+    c = compiled("mlp")
+    elsewhere = tmp_path / "w" / "weights.bin"
+    elsewhere.parent.mkdir()
+    shutil.copy(c.so.with_name(c.so.stem + ".weights.blob"), elsewhere)
+    with aotishim.load(so, weights=elsewhere) as m:
+        assert m.weights_path == str(elsewhere)
+        c.check(m(*c.inputs))
+
+
+def test_files_that_are_not_models(tmp_path, compiled, unchanged):
+    text = tmp_path / "notes.so"
+    text.write_text("not a library")
+    with pytest.raises(aotishim.ModelError, match="not a shared library"):
+        aotishim.load(text)
+    other = tmp_path / "data.bin"
+    other.write_bytes(b"\x00" * 64)
+    with pytest.raises(aotishim.ModelError, match="neither a compiled model library"):
+        aotishim.load(other)
+    with pytest.raises(aotishim.ModelError, match="no such model file"):
+        aotishim.load(tmp_path / "missing.so")
+    with pytest.raises(aotishim.ModelError, match="directory"):
+        aotishim.load(tmp_path)
+    bad_zip = tmp_path / "empty.pt2"
+    import zipfile
+
+    with zipfile.ZipFile(bad_zip, "w") as z:
+        z.writestr("x/archive_format", "pt2")
+    with pytest.raises(aotishim.ModelError, match="holds no compiled model library"):
+        aotishim.load(bad_zip)
+    still_works(compiled)
+
+
+@needs_cc
+def test_shared_library_that_is_not_a_model(tmp_path, compiled, unchanged):
+    so = build_library(tmp_path, "plain", "int answer(void) { return 42; }\n")
+    with pytest.raises(aotishim.ModelError, match="not an AOTInductor model.*AOTInductorModelContainerCreateWithDevice"):
+        aotishim.load(so)
+    assert _core.inspect_library(str(so))["is_model"] is False
+    still_works(compiled)
+
+
+@needs_cc
+def test_model_needing_unknown_shims_lists_them_all(tmp_path, compiled, unchanged):
+    so = fake_model(tmp_path, "needs_more",
+                    ["aoti_torch_does_not_exist", "aoti_torch_empty_strided", "aoti_torch_nor_this"])
+    with pytest.raises(aotishim.ModelError) as info:
+        aotishim.load(so)
+    message = str(info.value)
+    assert "2 shim function(s) that aotishim does not provide" in message
+    assert "aoti_torch_does_not_exist" in message and "aoti_torch_nor_this" in message
+    assert "aoti_torch_empty_strided" not in message
+    report = _core.inspect_library(str(so))
+    assert report["is_model"] is True
+    assert report["missing_shims"] == ["aoti_torch_does_not_exist", "aoti_torch_nor_this"]
+    assert "aoti_torch_empty_strided" in report["needed_shims"]
+    still_works(compiled)
+
+
+@needs_cc
+def test_container_failure_carries_the_models_message(tmp_path, compiled, unchanged):
+    so = fake_model(tmp_path, "refuses", ["aoti_torch_device_type_cpu"])
+    with pytest.raises(aotishim.ModelError,
+                       match="creating the model container.*the fake container refuses to be created"):
+        aotishim.load(so)
+    still_works(compiled)
