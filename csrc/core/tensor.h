@@ -27,16 +27,16 @@ struct Tensor {
   Device& device() const { return storage->device(); }
   size_t itemsize() const { return element_size(dtype); }
   int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
-  AOTISHIM_API int64_t numel() const;
+  int64_t numel() const;
   // storage data + storage_offset * itemsize (what aoti_torch_get_data_ptr returns)
   AOTISHIM_API char* data() const;
   size_t byte_offset() const { return static_cast<size_t>(storage_offset) * itemsize(); }
-  AOTISHIM_API bool is_contiguous() const;
+  bool is_contiguous() const;
   // Bytes from data() to one past the last element reachable (0 if numel == 0).
   AOTISHIM_API size_t extent_bytes() const;
 };
 
-AOTISHIM_API std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
 
 // Validates sizes/strides (non-negative, no overflow) and returns the extent in
 // elements: 1 + sum((size-1)*stride), or 0 for an empty tensor.

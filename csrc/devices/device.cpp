@@ -34,6 +34,7 @@ Devices& devices_state() {
 struct Plugin {
   std::once_flag once;
   std::string error;
+  void* handle = nullptr;
 };
 
 std::string library_dir() {
@@ -57,8 +58,8 @@ const char* plugin_name(DeviceType type) {
   }
 }
 
-// Returns "" when loaded (or nothing to load), else why not.
-const std::string& load_plugin(DeviceType type) {
+// Loads the plugin once; its error is "" when loaded (or nothing to load).
+Plugin& load_plugin_entry(DeviceType type) {
   static std::map<DeviceType, Plugin>* plugins = new std::map<DeviceType, Plugin>();
   static std::mutex map_mutex;
   Plugin* plugin;
@@ -70,13 +71,17 @@ const std::string& load_plugin(DeviceType type) {
     const char* name = plugin_name(type);
     if (name == nullptr) return;
     std::string path = library_dir() + name;
-    if (dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+    plugin->handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (plugin->handle == nullptr) {
       const char* why = dlerror();
       plugin->error = why ? why : "dlopen failed";
     }
   });
-  return plugin->error;
+  return *plugin;
 }
+
+// Returns "" when loaded (or nothing to load), else why not.
+const std::string& load_plugin(DeviceType type) { return load_plugin_entry(type).error; }
 
 bool has_backend(DeviceType type) {
   Devices& d = devices_state();
@@ -149,6 +154,15 @@ std::vector<std::string> available_devices() {
     }
   }
   return names;
+}
+
+void* find_backend_symbol(const char* name) {
+  for (DeviceType type : {DeviceType::CUDA}) {
+    Plugin& plugin = load_plugin_entry(type);
+    if (plugin.handle == nullptr) continue;
+    if (void* sym = dlsym(plugin.handle, name)) return sym;
+  }
+  return nullptr;
 }
 
 std::vector<Device*> created_devices() {

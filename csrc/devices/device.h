@@ -71,6 +71,9 @@ class Device {
 AOTISHIM_API Device& get_device(DeviceType type, int32_t index = 0);
 // Names of the devices this build can use here ("cpu", "sim", "cuda:0", ...).
 std::vector<std::string> available_devices();
+// A shim function defined by an optional backend's plugin (e.g. the
+// aoti_torch_cuda_* shims), loading the plugins first; null if none has it.
+void* find_backend_symbol(const char* name);
 // Devices created so far (for memory statistics).
 std::vector<Device*> created_devices();
 

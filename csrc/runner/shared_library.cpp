@@ -16,6 +16,7 @@
 
 #include "aotishim/c_shim.h"
 #include "aotishim/error.h"
+#include "devices/device.h"
 #include "runner/container_api.h"
 #include "runner/elf_symbols.h"
 
@@ -162,6 +163,9 @@ ShimCheck check_model_symbols(const std::string& path) {
     if (!is_shim_name(name)) continue;
     check.needed.push_back(name);
     void* ours = dlsym(shim_handle(), name.c_str());
+    // Device-specific shims (aoti_torch_cuda_*) live in backend plugins,
+    // loaded RTLD_GLOBAL so the model binds to them.
+    if (!ours) ours = find_backend_symbol(name.c_str());
     if (!ours) {
       check.missing.push_back(name);
       continue;

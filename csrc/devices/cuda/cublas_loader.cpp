@@ -30,11 +30,13 @@ bool is_directory_like(const std::string& p) {
   return !p.empty() && (p.back() == '/' || p.find(".so") == std::string::npos);
 }
 
-// Where to look, in order: the user's override, the loader's search path
+// Where to look, in order: the user's override (alone, if set), the loader's search path
 // (which also finds a copy already loaded, e.g. by another framework), then
 // NVIDIA's pip wheels installed beside the aotishim package.
 std::vector<std::string> candidates() {
   std::vector<std::string> out;
+  // An explicit choice is the only one tried, so a wrong path is reported
+  // rather than silently replaced by another copy.
   if (const char* env = std::getenv("AOTISHIM_CUBLAS_PATH"); env && *env) {
     std::string p = env;
     if (is_directory_like(p)) {
@@ -43,6 +45,7 @@ std::vector<std::string> candidates() {
     } else {
       out.push_back(p);
     }
+    return out;
   }
   for (const char* name : kSonames) out.push_back(name);
   std::string dir = own_dir();

@@ -170,8 +170,13 @@ namespace {
 int count_cuda() {
   int n = 0;
   // No driver or no GPU: the backend is present but has no devices.
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+  cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
     cudaGetLastError();
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      log(LogLevel::Info, str("cuda: no devices (cudaGetDeviceCount: ", cudaGetErrorString(err), ")"));
+    });
     return 0;
   }
   return n;
