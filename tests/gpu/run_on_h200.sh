@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The whole GPU check in one go, on a machine with an NVIDIA GPU, CUDA (nvcc),
+# torch with CUDA, pybind11 and scikit-build-core: build and install aotishim
+# with its cuda backend, compile the test models, run tests/gpu, run the
+# benchmark. Logs go to $OUT (default ./gpu-out).
+#   PHASES="build models test bench" (default: all)   TIMEOUT_<PHASE>=seconds
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+PHASES=${PHASES:-build models test bench}
+export PYTHONUNBUFFERED=1
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
+export AOTISHIM_TEST_MODEL_CACHE=${AOTISHIM_TEST_MODEL_CACHE:-/tmp/aotishim-gpu-models}
+has() { [[ " $PHASES " == *" $1 "* ]]; }
+status=0
+
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv
+  nvcc --version | tail -2
+  $PY -c "import sys, torch; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
+  $PY -c "import ml_dtypes, hypothesis, pytest, numpy; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__)"
+  echo "libcublas copies in site-packages:"
+  $PY -c "import site; print('\n'.join(site.getsitepackages()))" | while read -r d; do
+    find "$d" -name 'libcublas.so*' 2>/dev/null; done
+} > "$OUT/env.txt" 2>&1
+
+if has build; then
+  echo "== build" | tee -a "$OUT/env.txt"
+  # The CPU BLAS wheel the build needs, carried as a wheel when missing there.
+  if ! $PY -c "import scipy_openblas32" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps .whl/*.whl >> "$OUT/env.txt" 2>&1
+  fi
+  t0=$SECONDS
+  if ! timeout "${TIMEOUT_BUILD:-300}" $PY -m pip install -v --no-build-isolation --no-deps . \
+      > "$OUT/build.log" 2>&1; then
+    echo "BUILD FAILED"; tail -60 "$OUT/build.log"; exit 1
+  fi
+  echo "build+install: $((SECONDS - t0)) s" | tee -a "$OUT/env.txt"
+fi
+
+# Import the installed package, never the source tree's python/ folder.
+cd "$ROOT/tests"
+{
+  echo "== installed"
+  $PY - <<'PY'
+import os, aotishim, numpy as np
+from aotishim import shim
+d = os.path.dirname(aotishim.__file__)
+print("package:", d, sorted(f for f in os.listdir(d) if f.endswith(".so")))
+print("devices:", aotishim.devices())
+# cuBLAS found on its own (beside the package or on the loader path)?
+a = shim.from_numpy(np.eye(3, dtype=np.float32), copy=True, device="cuda:0")
+out = shim.empty_strided([3, 3], None, "float32", "cuda:0")
+shim.mm(out, a, a)
+print("mm on cuda without AOTISHIM_CUBLAS_PATH:", np.array_equal(shim.to_numpy(out), np.eye(3)))
+PY
+} >> "$OUT/env.txt" 2>&1 || echo "cuBLAS discovery or device check FAILED (see env.txt)" | tee -a "$OUT/env.txt"
+cd "$ROOT"
+
+if has models; then
+  echo "== models" | tee "$OUT/models.log"
+  t0=$SECONDS
+  timeout "${TIMEOUT_MODELS:-300}" $PY tests/gpu/cuda_models.py >> "$OUT/models.log" 2>&1 || status=1
+  echo "compile: $((SECONDS - t0)) s" | tee -a "$OUT/models.log"
+  {
+    echo "== undefined dynamic symbols of the compiled CUDA models (count of models needing each)"
+    for so in "$AOTISHIM_TEST_MODEL_CACHE"/cuda/*.so; do
+      nm -D --undefined-only "$so" | awk '{print $NF}' | sort -u; done | sort | uniq -c
+    inc=$($PY -c "import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'include'))")
+    echo "== their declarations in torch's headers ($inc)"
+    for so in "$AOTISHIM_TEST_MODEL_CACHE"/cuda/*.so; do
+      nm -D --undefined-only "$so" | awk '{print $NF}'; done | sort -u | grep '^aoti_' | while read -r s; do
+      grep -rh -A4 "AOTITorchError $s(" "$inc/torch/csrc/inductor/aoti_torch/" 2>/dev/null | head -6
+      echo "--"; done
+    echo "== AOTI CUDA wrapper code: shim calls in one generated model"
+    src=$(grep -rl "aoti_torch_cuda_addmm_out\|aoti_torch_get_current_cuda_stream" \
+      "$AOTISHIM_TEST_MODEL_CACHE"/cuda/inductor --include='*.cpp' 2>/dev/null | head -1)
+    echo "$src"
+    [ -n "$src" ] && grep -n "aoti_torch_\|Guard\|cudaStream\|launchKernel\|cuLaunch" "$src" | head -80
+  } >> "$OUT/models.log" 2>&1
+fi
+
+if has test; then
+  echo "== tests/gpu"
+  timeout "${TIMEOUT_TEST:-300}" $PY -m pytest tests/gpu -v -p no:cacheprovider -rs \
+    > "$OUT/pytest.log" 2>&1 || status=1
+  tail -5 "$OUT/pytest.log"
+fi
+
+if has bench; then
+  echo "== benchmark"
+  timeout "${TIMEOUT_BENCH:-300}" $PY benchmarks/cuda_vs_torch.py --json "$OUT/bench.json" \
+    > "$OUT/bench.txt" 2>&1 || status=1
+  tail -30 "$OUT/bench.txt"
+fi
+exit $status
