@@ -1,25 +1,20 @@
 #!/usr/bin/env bash
-# Where a crash in the cuda backend comes from, on the GPU machine: build and
-# install (like run_on_h200.sh), then load the backend step by step, with a
-# cuda-gdb backtrace of the failing step. Output to $OUT/diagnose.txt.
+# Which library breaks a process that imports aotishim beside numpy and
+# ml_dtypes: each loaded alone (ctypes) before ml_dtypes, in a child process,
+# plus how the installed libraries link. Prints to stdout.
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT"
-OUT=${OUT:-$ROOT/gpu-out}
-mkdir -p "$OUT"
 PY=${PYTHON:-python3}
-exec > "$OUT/diagnose.txt" 2>&1
-PHASES=build bash tests/gpu/run_on_h200.sh > /dev/null 2>&1 || { echo "build failed"; tail -40 "$OUT/build.log"; }
 cd /tmp
-PKG=$($PY -c "import aotishim, os; print(os.path.dirname(aotishim.__file__))")
-echo "== ldd"; ldd "$PKG/libaotishim_cuda.so"; ldd "$PKG/libaotishim.so"
-echo "== readelf"; readelf -d "$PKG/libaotishim_cuda.so" | grep -i "path\|needed"
-step() { echo "== $1"; shift; timeout 60 "$@"; echo "rc=$?"; }
-step "import" $PY -c "import aotishim; print('ok')"
-step "dlopen plugin alone" $PY -c "import ctypes, aotishim, os; ctypes.CDLL(os.path.join(os.path.dirname(aotishim.__file__), 'libaotishim_cuda.so'), mode=ctypes.RTLD_GLOBAL); print('ok')"
-step "devices" $PY -X faulthandler -c "import aotishim; print(aotishim.devices())"
-step "empty_strided" $PY -X faulthandler -c "from aotishim import shim; t = shim.empty_strided([4], None, 'float32', 'cuda:0'); print(t)"
-echo "== cuda-gdb backtrace of devices()"
-timeout 120 cuda-gdb -batch -ex run -ex bt -ex "info sharedlibrary" --args $PY -c "import aotishim; print(aotishim.devices())" 2>&1 | tail -80
-echo "== LD_DEBUG=libs (tail)"
-LD_DEBUG=libs timeout 60 $PY -c "import aotishim; aotishim.devices()" 2>&1 | grep -i "calling init\|cudart\|stdc\|aotishim" | tail -40
+SITE=$($PY -c "import sysconfig; print(sysconfig.get_paths()['platlib'])")
+PKG=$SITE/aotishim
+echo "== toolchain"; echo "CC=${CC:-} CXX=${CXX:-}"; ls -l /usr/bin/g++* /usr/bin/gcc* 2>&1 | head -5
+/opt/gcc/bin/g++ -dumpspecs 2>/dev/null | grep -n "static-libstdc\\|static-libgcc" | head -5
+echo "== NEEDED"; for f in "$PKG"/*.so; do echo "$f"; readelf -d "$f" | grep NEEDED; done
+echo "== exported libstdc++ symbols"; for f in "$PKG"/*.so; do
+  echo "$f $(nm -D --defined-only "$f" | grep -c ' _ZNSt\\| _ZSt')"; done
+step() { echo "== $1"; timeout 60 $PY -X faulthandler -c "$2" 2>&1 | tail -4; echo "rc=${PIPESTATUS[0]}"; }
+step "ml_dtypes alone" "import numpy, ml_dtypes; print(ml_dtypes.finfo(ml_dtypes.float4_e2m1fn).max)"
+step "openblas32 then ml_dtypes" "import ctypes; ctypes.CDLL('$SITE/scipy_openblas32/lib/libscipy_openblas.so'); import ml_dtypes; print('ok')"
+step "libaotishim then ml_dtypes" "import ctypes; ctypes.CDLL('$PKG/libaotishim.so'); import ml_dtypes; print('ok')"
+step "_core then ml_dtypes" "import sys; sys.path.insert(0, '$SITE'); import importlib.util as u; s = u.spec_from_file_location('aotishim._core', [p for p in __import__('glob').glob('$PKG/_core*.so')][0]); m = u.module_from_spec(s); s.loader.exec_module(m); import ml_dtypes; print('ok')"
+step "plugin then ml_dtypes" "import ctypes; ctypes.CDLL('$PKG/libaotishim_cuda.so', mode=ctypes.RTLD_GLOBAL); import ml_dtypes; print('ok')"
