@@ -143,7 +143,16 @@ std::string provider_of(void* address) {
 
 void make_shims_global() {
   static std::once_flag once;
-  std::call_once(once, [] { shim_handle(); });
+  std::call_once(once, [] {
+    shim_handle();
+#if defined(__linux__)
+    // A model built by a toolchain that links libstdc++ statically still
+    // expects the host process (libtorch, normally) to provide a global C++
+    // runtime; without one its std::regex/locale code crashed on load. Our
+    // own libraries keep their runtime private, so this changes nothing else.
+    dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL);
+#endif
+  });
 }
 
 std::string shim_library_path() {

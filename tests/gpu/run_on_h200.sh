@@ -107,11 +107,30 @@ if has models; then
   } >> "$OUT/models.log" 2>&1
 fi
 
+# One compiled model loaded and run in a child process.
+model_smoke() {
+  so=$(ls "$AOTISHIM_TEST_MODEL_CACHE"/cuda/linear_chunk_last_dim_float32_cuda-*.so 2>/dev/null | head -1)
+  [ -n "$so" ] || return 0
+  (cd /tmp && timeout 120 $PY -X faulthandler -c "
+import numpy as np, aotishim
+with aotishim.load('$so', device='cuda') as m:
+    print('model smoke ok', [o.shape for o in m.run(np.ones((12, 7), np.float32))])
+") >> "$OUT/env.txt" 2>&1
+}
+
 if has test; then
+  if ! model_smoke; then
+    echo "model smoke failed; retrying with libstdc++ preloaded" | tee -a "$OUT/env.txt"
+    export LD_PRELOAD=$($PY -c "import ctypes.util; print(ctypes.util.find_library('stdc++') or '')")
+    model_smoke || echo "model smoke failed again" | tee -a "$OUT/env.txt"
+  fi
   echo "== tests/gpu"
-  timeout "${TIMEOUT_TEST:-300}" $PY -m pytest tests/gpu -v -p no:cacheprovider -rs \
-    > "$OUT/pytest.log" 2>&1 || status=1
-  tail -5 "$OUT/pytest.log"
+  timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_device.py -v -p no:cacheprovider \
+    -rs > "$OUT/pytest.log" 2>&1 || status=1
+  tail -3 "$OUT/pytest.log"
+  timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_models.py -v -p no:cacheprovider \
+    -rs > "$OUT/pytest_models.log" 2>&1 || status=1
+  tail -3 "$OUT/pytest_models.log"
 fi
 
 if has bench; then
