@@ -99,6 +99,10 @@ def child_aotishim(args) -> dict:
 
 
 def child_torch(args) -> dict:
+    # The model links the C++ runtime statically on toolchains like the GPU
+    # machine's and expects the process to provide a global one; aotishim's
+    # runner does this itself, so the torch side gets the same.
+    ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
     import torch
 
     t0 = time.perf_counter()
@@ -186,12 +190,12 @@ def compile_both(name, module, inputs, work: Path) -> tuple[Path, Path]:
 
 
 def run_child(side: str, model: Path, inputs: list[Path], outputs: Path, dtype: str, a) -> dict:
-    cmd = [sys.executable, __file__, "--child", side, "--model", str(model), "--outputs",
+    cmd = [sys.executable, "-X", "faulthandler", __file__, "--child", side, "--model", str(model), "--outputs",
            str(outputs), "--runs", str(a.runs), "--warmup", str(a.warmup), "--reloads",
            str(a.reloads), "--dtype", dtype, "--inputs", *map(str, inputs)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
-        raise RuntimeError(f"{side} child failed:\n{r.stdout}\n{r.stderr}")
+        raise RuntimeError(f"{side} child failed (exit {r.returncode}):\n{r.stdout}\n{r.stderr}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
