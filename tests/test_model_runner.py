@@ -211,3 +211,41 @@ def test_pt2_package_loads(compiled, tmp_path):
         assert m.input_specs is None  # a package carries no spec file
         run_and_check(m, c)
     assert m.leaks == []
+
+
+@pytest.mark.parametrize("name", ["linear_chunk_last_dim", "repeated_output", "constant_output",
+                                  "alias_input"])
+def test_run_on_tensor_handles(compiled, name):
+    """The handle API: inputs consumed, each output a distinct caller-owned
+    handle that outlives the model (borrowed outputs are copied)."""
+    from aotishim import shim
+
+    c = compiled(name)
+    base_live = live()
+    m = aotishim.load(c.so)
+    inputs = [shim.from_numpy(x, copy=True) for x in c.inputs]
+    outputs = m.run_tensors(*inputs)
+    assert not any(t.is_live for t in inputs)
+    assert len({t.handle for t in outputs}) == len(outputs)
+    assert m.close() == []
+    c.check(tuple(t.numpy() for t in outputs))  # still valid after close
+    for t in outputs:
+        shim.delete(t)
+    assert live() == base_live
+
+
+def test_run_on_tensor_handles_consumes_inputs_on_failure(compiled):
+    from aotishim import shim
+
+    c = compiled("mlp")
+    base_live = live()
+    with aotishim.load(c.so) as m:
+        bad = shim.from_numpy(np.zeros((5, 9), np.float32), copy=True)
+        with pytest.raises(aotishim.ModelError, match="input"):
+            m.run_tensors(bad)
+        assert not bad.is_live
+        extra = [shim.from_numpy(x, copy=True) for x in c.inputs * 2]
+        with pytest.raises(aotishim.ModelError, match=r"takes 1 input\(s\), got 2"):
+            m.run_tensors(*extra)
+        assert not any(t.is_live for t in extra)
+    assert live() == base_live

@@ -29,6 +29,7 @@ import numpy as np
 
 from . import _core
 from ._dtypes import dtype_code, dtype_name, numpy_dtype
+from . import shim
 from .shim import ShimError
 
 __all__ = ["Model", "ModelError", "ModelInputError", "LeakWarning", "TensorSpec", "load",
@@ -135,6 +136,19 @@ class Model:
         return tuple(None if r is None else _to_numpy(*r) for r in raw)
 
     __call__ = run
+
+    def run_tensors(self, *tensors: "shim.Tensor") -> tuple["shim.Tensor", ...]:
+        """Run on shim tensors (:mod:`aotishim.shim`), which the model consumes.
+
+        Returns one tensor per output, owned by the caller (its current scope)
+        and valid after the model is closed; delete them with ``shim.delete``.
+        """
+        core = self._open_core()
+        try:
+            handles = core.run_handles([t.handle for t in tensors])
+        except ShimError as e:
+            raise ModelError(str(e)) from None
+        return tuple(shim.Tensor(h) if h else None for h in handles)
 
     def _prepare(self, index: int, value: Any) -> tuple[np.ndarray, int]:
         array = np.asarray(value)
