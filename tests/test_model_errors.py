@@ -213,3 +213,21 @@ def test_container_failure_carries_the_models_message(tmp_path, compiled, unchan
                        match="creating the model container.*the fake container refuses to be created"):
         aotishim.load(so)
     still_works(compiled)
+
+
+def test_shims_already_global_from_another_library_are_refused(compiled):
+    """With libtorch loaded RTLD_GLOBAL first, a model would bind to libtorch's
+    shims and hand our runtime foreign tensors; the load refuses instead."""
+    import os
+    import sys
+
+    c = compiled("mlp")
+    code = ("import torch, aotishim\n"
+            f"try:\n    aotishim.load({str(c.so)!r})\n"
+            "except aotishim.ModelError as e:\n    print('REFUSED', e)\n")
+    env = dict(os.environ, TORCH_USE_RTLD_GLOBAL="1",
+               PYTHONPATH=str(Path(aotishim.__file__).resolve().parents[1]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "REFUSED" in r.stdout and "libtorch" in r.stdout and "aoti_torch_empty_strided" in r.stdout
