@@ -138,6 +138,9 @@ def test_non_contiguous_inputs(compiled):
     strided[...] = x
     reversed_rows = x[::-1].copy()[::-1]  # negative strides
     with aotishim.load(c.so) as m:
+        broadcast = np.broadcast_to(x[:1], x.shape)  # stride 0
+        c_b = m(np.ascontiguousarray(broadcast))
+        np.testing.assert_array_equal(m(broadcast)[0], c_b[0])
         for arr in (transposed, strided, reversed_rows):
             assert not arr.flags.c_contiguous
             np.testing.assert_array_equal(arr, x)
@@ -209,6 +212,7 @@ def test_pt2_package_loads(compiled, tmp_path):
         z.write(blob, "residual/data/aotinductor/model/abc.wrapper_weights.blob")
     with aotishim.load(package) as m:
         assert m.input_specs is None  # a package carries no spec file
+        assert m.weights_path == f"{package}!residual/data/aotinductor/model/abc.wrapper_weights.blob"
         run_and_check(m, c)
     assert m.leaks == []
 
@@ -249,3 +253,21 @@ def test_run_on_tensor_handles_consumes_inputs_on_failure(compiled):
             m.run_tensors(*extra)
         assert not any(t.is_live for t in extra)
     assert live() == base_live
+
+
+def test_leftovers_in_a_models_scope_are_reported_as_leaks(compiled):
+    """Whatever is still in a model's scope after its container is deleted is
+    freed and reported; another model's tensors are not touched."""
+    from aotishim import _core, shim
+
+    c = compiled("mlp")
+    other = aotishim.load(c.so)
+    m = aotishim.load(c.so)
+    stray = _core.in_scope(m.scope, lambda: shim.empty_strided([4, 4], dtype="float32"))
+    assert m.memory_stats["tensors"] == len(m.constant_names) + 1
+    with pytest.warns(aotishim.LeakWarning, match="1 tensor"):
+        leaks = m.close()
+    assert len(leaks) == 1 and m.leaks == leaks
+    assert not stray.is_live
+    run_and_check(other, c)
+    assert other.close() == []

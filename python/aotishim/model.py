@@ -104,6 +104,7 @@ class Model:
         self._input_specs = input_specs
         self._output_specs = output_specs
         self._leaks: list[str] = []
+        self._weights_label: str | None = None  # set for models loaded from packages
         if input_specs is not None and len(input_specs) != len(core.input_names):
             n = len(core.input_names)
             core.close()
@@ -231,7 +232,10 @@ class Model:
 
     @property
     def weights_path(self) -> str:
-        """The weights blob that was loaded ("" when the model has none)."""
+        """The weights blob that was loaded ("" when the model has none); for a
+        package, ``package.pt2!member``."""
+        if self._weights_label is not None and self._core.weights_path:
+            return self._weights_label
         return self._core.weights_path
 
     @property
@@ -378,4 +382,7 @@ def _load_package(package: Path, weights: str | Path | None, device: str) -> Mod
                 shutil.copyfileobj(src, dst)
         # Once loaded, the library is mapped and the weights copied into the
         # model, so the extracted files can go with the temporary directory.
-        return _load_library(so, package, weights, device)
+        model = _load_library(so, package, weights, device)
+        if weights is None and blob_member is not None:
+            model._weights_label = f"{package}!{blob_member}"
+        return model
