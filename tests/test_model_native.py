@@ -1,4 +1,4 @@
-"""The C++ runner API from a native program linked against libaotishim."""
+"""The C++ runner API from a native program (examples/run_model) linked against libaotishim."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_native_runner_matches_python(compiled, tmp_path):
     if not libs:
         pytest.skip("libaotishim is not beside the package")
     exe = tmp_path / "run_model"
-    subprocess.run([CXX, "-std=c++17", "-O1", "-o", str(exe), str(ROOT / "tests/cpp/run_model.cpp"),
+    subprocess.run([CXX, "-std=c++17", "-O1", "-o", str(exe), str(ROOT / "examples/run_model/main.cpp"),
                     f"-I{ROOT / 'csrc/include'}", str(libs[0]), f"-Wl,-rpath,{lib_dir}"],
                    check=True)
     c = compiled("linear_chunk_last_dim")
