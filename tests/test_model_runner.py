@@ -271,3 +271,27 @@ def test_leftovers_in_a_models_scope_are_reported_as_leaks(compiled):
     assert not stray.is_live
     run_and_check(other, c)
     assert other.close() == []
+
+
+def test_model_file_replaced_in_place_loads_the_new_model(compiled, tmp_path):
+    """Compiling again into the same path must not hand back the old library
+    (the loader caches libraries by path, and model libraries stay loaded)."""
+    import shutil
+
+    first, second = compiled("mlp"), compiled("softmax_head")
+    target = tmp_path / "model.so"
+
+    def install(c) -> None:
+        for suffix in (".weights.blob", ".spec.json", ".so"):
+            staged = tmp_path / f"staged{suffix}"
+            shutil.copy(c.so.with_name(c.so.stem + suffix), staged)
+            staged.replace(tmp_path / f"model{suffix}")  # atomically, like export.compile
+
+    install(first)
+    old = aotishim.load(target)
+    run_and_check(old, first)
+    install(second)
+    with aotishim.load(target) as new:
+        run_and_check(new, second)
+        run_and_check(old, first)  # the old one still runs its own code
+    assert old.close() == []
