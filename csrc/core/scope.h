@@ -10,25 +10,16 @@ namespace aotishim {
 
 constexpr uint64_t kDefaultScope = 1;
 
-uint64_t create_scope(const std::string& name);
+uint64_t new_scope(const std::string& name);
 // Forgets a scope; its tensors must have been released first.
-void destroy_scope(uint64_t scope);
+void forget_scope(uint64_t scope);
 std::string scope_name(uint64_t scope);
 bool scope_exists(uint64_t scope);
 std::vector<uint64_t> live_scopes();
 
 uint64_t current_scope();
-
-// Makes `scope` current on this thread for the guard's lifetime.
-class ScopeGuard {
- public:
-  explicit ScopeGuard(uint64_t scope);
-  ~ScopeGuard();
-  ScopeGuard(const ScopeGuard&) = delete;
-  ScopeGuard& operator=(const ScopeGuard&) = delete;
-
- private:
-  uint64_t previous_;
-};
+// Makes `scope` current on this thread (throws if it does not exist); returns
+// the previous one. aotishim::ScopeGuard (runtime.h) wraps this.
+uint64_t set_current_scope(uint64_t scope);
 
 }  // namespace aotishim

@@ -15,7 +15,10 @@ class Device;
 class Storage {
  public:
   static std::shared_ptr<Storage> allocate(Device& device, size_t nbytes);
-  static std::shared_ptr<Storage> borrow(Device& device, void* data, size_t nbytes);
+  // keepalive (optional) is released when the storage dies, e.g. the Python
+  // array whose memory is borrowed.
+  static std::shared_ptr<Storage> borrow(Device& device, void* data, size_t nbytes,
+                                         std::shared_ptr<void> keepalive = nullptr);
 
   ~Storage();
   Storage(const Storage&) = delete;
@@ -28,13 +31,14 @@ class Storage {
   uint64_t id() const { return id_; }
 
  private:
-  Storage(Device& device, void* data, size_t nbytes, bool owned);
+  Storage(Device& device, void* data, size_t nbytes, bool owned, std::shared_ptr<void> keepalive);
 
   Device* device_;
   void* data_;
   size_t nbytes_;
   bool owned_;
   uint64_t id_;
+  std::shared_ptr<void> keepalive_;
 };
 
 }  // namespace aotishim

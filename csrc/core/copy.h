@@ -1,0 +1,21 @@
+// Element copies between tensors on any devices, and clones. Device work goes
+// through the devices' own copy/upload/download, never a host copy of device
+// memory.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace aotishim {
+
+// dst = src, src broadcast to dst's sizes, dtype converted.
+void copy_tensor(const Tensor& dst, const Tensor& src);
+// A fresh contiguous tensor with src's values, on src's device.
+Tensor clone_contiguous(const Tensor& src);
+// A fresh tensor with src's sizes and strides (storage sized to fit).
+Tensor clone_preserving_strides(const Tensor& src);
+// Packed row-major bytes of src into host memory (numel * itemsize bytes).
+void copy_to_host_packed(const Tensor& src, void* host_dst);
+// `t` expanded to `sizes` (stride 0 on broadcast dims); throws if incompatible.
+Tensor broadcast_to(const Tensor& t, const std::vector<int64_t>& sizes);
+
+}  // namespace aotishim

@@ -1,0 +1,116 @@
+// The public C++ API (aotishim/runtime.h) over the core.
+#include "aotishim/runtime.h"
+
+#include "core/copy.h"
+#include "core/error.h"
+#include "core/handle_registry.h"
+#include "core/scope.h"
+#include "devices/device.h"
+
+namespace aotishim {
+
+void check(AOTITorchError err) {
+  if (err != AOTI_TORCH_SUCCESS) throw Error(last_error().empty() ? "aotishim call failed" : last_error());
+}
+
+std::vector<std::string> devices() { return available_devices(); }
+
+void synchronize(const std::string& device) {
+  DeviceType type;
+  int32_t index;
+  parse_device(device, type, index);
+  get_device(type, index).synchronize();
+}
+
+uint64_t create_scope(const std::string& name) { return new_scope(name); }
+
+std::vector<std::string> destroy_scope(uint64_t scope) {
+  AOTISHIM_CHECK(scope != kDefaultScope, "the default scope cannot be destroyed");
+  AOTISHIM_CHECK(scope_exists(scope), "scope ", scope, " does not exist");
+  std::vector<std::string> leaked = release_scope(scope);
+  forget_scope(scope);
+  return leaked;
+}
+
+uint64_t current_scope_id() { return current_scope(); }
+
+ScopeGuard::ScopeGuard(uint64_t scope) : previous_(set_current_scope(scope)) {}
+ScopeGuard::~ScopeGuard() {
+  // The previous scope may have been destroyed meanwhile; fall back to default.
+  if (scope_exists(previous_)) set_current_scope(previous_);
+  else set_current_scope(kDefaultScope);
+}
+
+size_t cleanup_memory() { return release_scope(current_scope()).size(); }
+
+MemoryStats memory_stats() {
+  MemoryStats stats;
+  stats.released_handles = released_count();
+  for (const ScopeStats& s : scope_stats()) {
+    stats.live_tensors += s.tensors;
+    stats.scopes.push_back(ScopeMemory{s.scope, s.name, s.tensors, s.owned_storages, s.owned_bytes,
+                                       s.borrowed_storages});
+  }
+  for (Device* d : created_devices()) {
+    DeviceCounters c = d->counters();
+    stats.devices.push_back(DeviceMemory{d->name(), d->allocations().count(), d->allocations().bytes(),
+                                         c.synchronizes, c.hazards, c.commands});
+  }
+  return stats;
+}
+
+bool is_live_handle(AtenTensorHandle handle) { return is_live(handle); }
+
+TensorInfo tensor_info(AtenTensorHandle handle) {
+  auto t = lookup(handle);
+  TensorInfo info;
+  info.sizes = t->sizes;
+  info.strides = t->strides;
+  info.storage_offset = t->storage_offset;
+  info.dtype = static_cast<int32_t>(t->dtype);
+  info.device = t->device().name();
+  info.data_ptr = t->data();
+  info.storage_nbytes = t->storage->nbytes();
+  info.owns_storage = t->storage->owned();
+  return info;
+}
+
+void copy_to_host(AtenTensorHandle src, void* dst) {
+  auto t = lookup(src, "src");
+  AOTISHIM_CHECK(dst != nullptr || t->numel() == 0, "destination pointer is null");
+  copy_to_host_packed(*t, dst);
+}
+
+AtenTensorHandle borrow_host_memory(void* data, const std::vector<int64_t>& sizes,
+                                    const std::vector<int64_t>& strides, int32_t dtype,
+                                    std::shared_ptr<void> keepalive) {
+  Tensor t;
+  t.dtype = dtype_from_int(dtype);
+  read_shape(static_cast<int64_t>(sizes.size()), sizes.data(),
+             strides.empty() ? nullptr : strides.data(), t.sizes, t.strides);
+  int64_t extent = checked_extent(t.sizes, t.strides);
+  t.storage = Storage::borrow(get_device(DeviceType::CPU), data,
+                              static_cast<size_t>(extent) * element_size(t.dtype),
+                              std::move(keepalive));
+  return register_tensor(std::move(t));
+}
+
+AtenTensorHandle copy_from_host(const void* data, const std::vector<int64_t>& sizes,
+                                const std::vector<int64_t>& strides, int32_t dtype,
+                                const std::string& device) {
+  DeviceType type;
+  int32_t index;
+  parse_device(device, type, index);
+  Tensor host;
+  host.dtype = dtype_from_int(dtype);
+  read_shape(static_cast<int64_t>(sizes.size()), sizes.data(),
+             strides.empty() ? nullptr : strides.data(), host.sizes, host.strides);
+  int64_t extent = checked_extent(host.sizes, host.strides);
+  host.storage = Storage::borrow(get_device(DeviceType::CPU), const_cast<void*>(data),
+                                 static_cast<size_t>(extent) * element_size(host.dtype));
+  Tensor out = make_empty(get_device(type, index), host.dtype, host.sizes);
+  copy_tensor(out, host);
+  return register_tensor(std::move(out));
+}
+
+}  // namespace aotishim

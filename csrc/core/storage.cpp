@@ -1,0 +1,47 @@
+#include "core/storage.h"
+
+#include <atomic>
+
+#include "core/error.h"
+#include "devices/device.h"
+
+namespace aotishim {
+
+namespace {
+uint64_t next_storage_id() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1);
+}
+}  // namespace
+
+Storage::Storage(Device& device, void* data, size_t nbytes, bool owned,
+                 std::shared_ptr<void> keepalive)
+    : device_(&device),
+      data_(data),
+      nbytes_(nbytes),
+      owned_(owned),
+      id_(next_storage_id()),
+      keepalive_(std::move(keepalive)) {}
+
+std::shared_ptr<Storage> Storage::allocate(Device& device, size_t nbytes) {
+  void* data = device.allocate(nbytes);
+  return std::shared_ptr<Storage>(new Storage(device, data, nbytes, true, nullptr));
+}
+
+std::shared_ptr<Storage> Storage::borrow(Device& device, void* data, size_t nbytes,
+                                         std::shared_ptr<void> keepalive) {
+  AOTISHIM_CHECK(data != nullptr || nbytes == 0, "cannot borrow a null pointer for ", nbytes,
+                 " bytes");
+  return std::shared_ptr<Storage>(new Storage(device, data, nbytes, false, std::move(keepalive)));
+}
+
+Storage::~Storage() {
+  if (!owned_) return;
+  try {
+    device_->free(data_);
+  } catch (const std::exception& e) {
+    log(LogLevel::Error, str("failed to free storage memory: ", e.what()));
+  }
+}
+
+}  // namespace aotishim

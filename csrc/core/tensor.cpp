@@ -1,0 +1,131 @@
+#include "core/tensor.h"
+
+#include <limits>
+
+#include "core/error.h"
+#include "devices/device.h"
+
+namespace aotishim {
+
+namespace {
+constexpr int64_t kMaxDims = 64;
+
+int64_t mul_checked(int64_t a, int64_t b) {
+  int64_t r;
+  AOTISHIM_CHECK(!__builtin_mul_overflow(a, b, &r), "tensor size overflows int64");
+  return r;
+}
+int64_t add_checked(int64_t a, int64_t b) {
+  int64_t r;
+  AOTISHIM_CHECK(!__builtin_add_overflow(a, b, &r), "tensor size overflows int64");
+  return r;
+}
+}  // namespace
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+char* Tensor::data() const { return static_cast<char*>(storage->data()) + byte_offset(); }
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (int64_t d = dim() - 1; d >= 0; --d) {
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return numel() == 0;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+size_t Tensor::extent_bytes() const {
+  return static_cast<size_t>(checked_extent(sizes, strides)) * itemsize();
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t running = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = running;
+    running = mul_checked(running, sizes[i] > 0 ? sizes[i] : 1);
+  }
+  return strides;
+}
+
+int64_t checked_extent(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  AOTISHIM_CHECK(sizes.size() == strides.size(), "sizes and strides differ in length");
+  int64_t extent = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    AOTISHIM_CHECK(sizes[i] >= 0, "negative size ", sizes[i], " in dimension ", i);
+    AOTISHIM_CHECK(strides[i] >= 0, "negative stride ", strides[i], " in dimension ", i);
+    if (sizes[i] == 0) return 0;
+    extent = add_checked(extent, mul_checked(sizes[i] - 1, strides[i]));
+  }
+  // numel itself must fit too
+  int64_t n = 1;
+  for (int64_t s : sizes) n = mul_checked(n, s);
+  return extent;
+}
+
+void read_shape(int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                std::vector<int64_t>& sizes, std::vector<int64_t>& strides) {
+  AOTISHIM_CHECK(ndim >= 0 && ndim <= kMaxDims, "invalid number of dimensions ", ndim);
+  AOTISHIM_CHECK(ndim == 0 || sizes_ptr != nullptr, "sizes pointer is null for ndim ", ndim);
+  sizes.assign(sizes_ptr, sizes_ptr + ndim);
+  for (int64_t i = 0; i < ndim; ++i)
+    AOTISHIM_CHECK(sizes[i] >= 0, "negative size ", sizes[i], " in dimension ", i);
+  if (strides_ptr == nullptr) {
+    strides = contiguous_strides(sizes);
+  } else {
+    strides.assign(strides_ptr, strides_ptr + ndim);
+  }
+  checked_extent(sizes, strides);
+}
+
+void check_in_bounds(const Tensor& t) {
+  AOTISHIM_CHECK(t.storage_offset >= 0, "negative storage offset ", t.storage_offset);
+  int64_t extent = checked_extent(t.sizes, t.strides);
+  if (extent == 0) return;
+  int64_t end_elems = add_checked(t.storage_offset, extent);
+  int64_t end_bytes = mul_checked(end_elems, static_cast<int64_t>(t.itemsize()));
+  AOTISHIM_CHECK(static_cast<uint64_t>(end_bytes) <= t.storage->nbytes(),
+                 "view reaches outside its storage: offset ", t.storage_offset, " + extent ",
+                 extent, " elements of ", t.itemsize(), " bytes needs ", end_bytes,
+                 " bytes but the storage has ", t.storage->nbytes());
+}
+
+Tensor make_view(const Tensor& base, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                 int64_t storage_offset) {
+  Tensor v;
+  v.storage = base.storage;
+  v.dtype = base.dtype;
+  v.sizes = std::move(sizes);
+  v.strides = std::move(strides);
+  v.storage_offset = storage_offset;
+  check_in_bounds(v);
+  return v;
+}
+
+Tensor make_empty(Device& device, DType dtype, std::vector<int64_t> sizes,
+                  std::vector<int64_t> strides) {
+  if (strides.empty() && !sizes.empty()) strides = contiguous_strides(sizes);
+  Tensor t;
+  t.dtype = dtype;
+  t.sizes = std::move(sizes);
+  t.strides = std::move(strides);
+  int64_t extent = checked_extent(t.sizes, t.strides);
+  t.storage = Storage::allocate(device, static_cast<size_t>(mul_checked(extent, element_size(dtype))));
+  return t;
+}
+
+bool may_overlap(const Tensor& a, const Tensor& b) {
+  if (a.storage->data() == nullptr || b.storage->data() == nullptr) return false;
+  size_t ea = a.extent_bytes(), eb = b.extent_bytes();
+  if (ea == 0 || eb == 0) return false;
+  auto a0 = reinterpret_cast<uintptr_t>(a.data()), b0 = reinterpret_cast<uintptr_t>(b.data());
+  return a0 < b0 + eb && b0 < a0 + ea;
+}
+
+}  // namespace aotishim

@@ -1,0 +1,133 @@
+#include "ops/cpu/host_copy.h"
+
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "core/half.h"
+
+namespace aotishim {
+
+namespace {
+
+bool is_integral(DType d) { return !is_floating(d); }
+
+double load_double(const char* p, DType d) {
+  switch (d) {
+    case DType::Float32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::Float64: { double v; std::memcpy(&v, p, 8); return v; }
+    case DType::BFloat16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_float(v); }
+    case DType::Float16: { uint16_t v; std::memcpy(&v, p, 2); return f16_to_float(v); }
+    case DType::UInt8: return static_cast<uint8_t>(*p);
+    case DType::Bool: return *p != 0;
+    case DType::Int8: return static_cast<int8_t>(*p);
+    case DType::Int16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+  }
+  return 0;
+}
+
+int64_t load_int(const char* p, DType d) {
+  switch (d) {
+    case DType::UInt8: return static_cast<uint8_t>(*p);
+    case DType::Bool: return *p != 0;
+    case DType::Int8: return static_cast<int8_t>(*p);
+    case DType::Int16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); return v; }
+    default: return static_cast<int64_t>(load_double(p, d));
+  }
+}
+
+void store_double(char* p, DType d, double x) {
+  switch (d) {
+    case DType::Float32: { float v = static_cast<float>(x); std::memcpy(p, &v, 4); return; }
+    case DType::Float64: std::memcpy(p, &x, 8); return;
+    case DType::BFloat16: { uint16_t v = float_to_bf16(static_cast<float>(x)); std::memcpy(p, &v, 2); return; }
+    case DType::Float16: { uint16_t v = float_to_f16(static_cast<float>(x)); std::memcpy(p, &v, 2); return; }
+    case DType::Bool: *p = x != 0; return;
+    default: break;
+  }
+  int64_t i = static_cast<int64_t>(x);
+  switch (d) {
+    case DType::UInt8: *p = static_cast<char>(static_cast<uint8_t>(i)); return;
+    case DType::Int8: *p = static_cast<char>(static_cast<int8_t>(i)); return;
+    case DType::Int16: { int16_t v = static_cast<int16_t>(i); std::memcpy(p, &v, 2); return; }
+    case DType::Int32: { int32_t v = static_cast<int32_t>(i); std::memcpy(p, &v, 4); return; }
+    case DType::Int64: std::memcpy(p, &i, 8); return;
+    default: return;
+  }
+}
+
+void store_int(char* p, DType d, int64_t i) {
+  switch (d) {
+    case DType::Bool: *p = i != 0; return;
+    case DType::UInt8: *p = static_cast<char>(static_cast<uint8_t>(i)); return;
+    case DType::Int8: *p = static_cast<char>(static_cast<int8_t>(i)); return;
+    case DType::Int16: { int16_t v = static_cast<int16_t>(i); std::memcpy(p, &v, 2); return; }
+    case DType::Int32: { int32_t v = static_cast<int32_t>(i); std::memcpy(p, &v, 4); return; }
+    case DType::Int64: std::memcpy(p, &i, 8); return;
+    default: store_double(p, d, static_cast<double>(i));
+  }
+}
+
+}  // namespace
+
+void host_copy_raw(void* dst, DType dst_dtype, const int64_t* dst_strides, const void* src,
+                   DType src_dtype, const int64_t* src_strides, const int64_t* sizes, int ndim) {
+  int64_t numel = 1;
+  for (int i = 0; i < ndim; ++i) numel *= sizes[i];
+  if (numel == 0) return;
+  const size_t dsize = element_size(dst_dtype), ssize = element_size(src_dtype);
+  const bool same = dst_dtype == src_dtype;
+  const bool ints = is_integral(dst_dtype) && is_integral(src_dtype);
+
+  // Whole-block memcpy when both are dense in the same order.
+  if (same) {
+    bool dense = true;
+    int64_t expected = 1;
+    for (int i = ndim - 1; i >= 0; --i) {
+      if (sizes[i] == 1) continue;
+      if (dst_strides[i] != expected || src_strides[i] != expected) { dense = false; break; }
+      expected *= sizes[i];
+    }
+    if (dense) {
+      std::memmove(dst, src, static_cast<size_t>(numel) * dsize);
+      return;
+    }
+  }
+
+  const int64_t inner = ndim ? sizes[ndim - 1] : 1;
+  const int64_t ds = ndim ? dst_strides[ndim - 1] : 0, ss = ndim ? src_strides[ndim - 1] : 0;
+  std::vector<int64_t> index(ndim > 0 ? ndim - 1 : 0, 0);
+  const int64_t outer = numel / inner;
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t doff = 0, soff = 0;
+    for (int i = 0; i + 1 < ndim; ++i) {
+      doff += index[i] * dst_strides[i];
+      soff += index[i] * src_strides[i];
+    }
+    char* d = static_cast<char*>(dst) + doff * static_cast<int64_t>(dsize);
+    const char* s = static_cast<const char*>(src) + soff * static_cast<int64_t>(ssize);
+    for (int64_t j = 0; j < inner; ++j) {
+      char* dp = d + j * ds * static_cast<int64_t>(dsize);
+      const char* sp = s + j * ss * static_cast<int64_t>(ssize);
+      if (same) std::memcpy(dp, sp, dsize);
+      else if (ints) store_int(dp, dst_dtype, load_int(sp, src_dtype));
+      else store_double(dp, dst_dtype, load_double(sp, src_dtype));
+    }
+    for (int i = ndim - 2; i >= 0; --i) {
+      if (++index[i] < sizes[i]) break;
+      index[i] = 0;
+    }
+  }
+}
+
+void host_copy(const Tensor& dst, const Tensor& src) {
+  AOTISHIM_CHECK(dst.sizes == src.sizes, "copy between tensors of different sizes");
+  host_copy_raw(dst.data(), dst.dtype, dst.strides.data(), src.data(), src.dtype,
+                src.strides.data(), dst.sizes.data(), static_cast<int>(dst.dim()));
+}
+
+}  // namespace aotishim

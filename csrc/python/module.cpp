@@ -1,0 +1,10 @@
+// aotishim._core: the Python face of libaotishim. It uses only the public
+// C ABI and C++ API, like any native runner.
+#include "python/bindings.h"
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "aotishim native core: AOTInductor C shim ABI runtime";
+  aotishim::python::bind_errors(m);
+  aotishim::python::bind_shim(m);
+  aotishim::python::bind_stats(m);
+}

@@ -1,0 +1,43 @@
+"""aotishim: run AOTInductor-compiled models without libtorch.
+
+It implements the ``aoti_torch_*`` C shim ABI that models compiled with
+``aot_inductor.link_libtorch=False`` call, with a memory model that keeps
+switching models, repeated output handles and views at storage offsets
+correct.
+"""
+
+from __future__ import annotations
+
+from . import _core
+from . import shim
+from .shim import ShimError
+
+__version__ = "0.1.0"
+
+
+def devices() -> list[str]:
+    """Devices usable in this process: 'cpu', 'sim', and 'cuda:N' / 'mps' when built and present."""
+    return list(_core.devices())
+
+
+def memory_stats() -> dict:
+    """Live tensors, released handles, per-scope and per-device memory.
+
+    ``{"live_tensors", "released_handles",
+    "scopes": [{"id", "name", "tensors", "owned_storages", "owned_bytes", "borrowed_storages"}],
+    "devices": [{"device", "allocations", "bytes", "synchronizes", "hazards", "commands"}]}``
+    """
+    return _core.memory_stats()
+
+
+def synchronize(device: str = "cpu") -> None:
+    """Wait for all work queued on ``device``."""
+    _core.synchronize(device)
+
+
+def cleanup_memory() -> int:
+    """Delete every tensor of the current scope; returns how many."""
+    return _core.cleanup_memory()
+
+
+__all__ = ["ShimError", "cleanup_memory", "devices", "memory_stats", "shim", "synchronize"]

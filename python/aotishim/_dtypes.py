@@ -1,0 +1,64 @@
+"""dtype and device names <-> the ABI's numbers (c10 ScalarType / DeviceType)."""
+
+from __future__ import annotations
+
+import numpy as np
+import ml_dtypes
+
+DTYPES: dict[str, int] = {
+    "uint8": 0,
+    "int8": 1,
+    "int16": 2,
+    "int32": 3,
+    "int64": 4,
+    "float16": 5,
+    "float32": 6,
+    "float64": 7,
+    "bool": 11,
+    "bfloat16": 15,
+}
+DTYPE_NAMES: dict[int, str] = {v: k for k, v in DTYPES.items()}
+
+DEVICE_TYPES: dict[str, int] = {"cpu": 0, "cuda": 1, "mps": 13, "sim": 20}
+
+_NUMPY: dict[str, np.dtype] = {
+    name: np.dtype(ml_dtypes.bfloat16 if name == "bfloat16" else name) for name in DTYPES
+}
+
+
+def dtype_code(dtype: str | int | np.dtype | type) -> int:
+    """The ABI number of a dtype given by name, number or numpy dtype."""
+    if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
+        return int(dtype)
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return DTYPES[dtype]
+    try:
+        npd = np.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"unknown dtype {dtype!r}; expected one of {sorted(DTYPES)}") from None
+    for name, candidate in _NUMPY.items():
+        if candidate == npd:
+            return DTYPES[name]
+    raise ValueError(f"unsupported dtype {npd}; expected one of {sorted(DTYPES)}")
+
+
+def dtype_name(code: int) -> str:
+    return DTYPE_NAMES.get(code, f"dtype({code})")
+
+
+def numpy_dtype(dtype: str | int) -> np.dtype:
+    """The numpy dtype for an ABI dtype (bfloat16 through ml_dtypes)."""
+    name = dtype if isinstance(dtype, str) else dtype_name(dtype)
+    if name not in _NUMPY:
+        raise ValueError(f"dtype {name} has no numpy equivalent")
+    return _NUMPY[name]
+
+
+def parse_device(device: str) -> tuple[int, int]:
+    """'cpu' -> (0, -1), 'sim' -> (20, 0), 'cuda:1' -> (1, 1)."""
+    kind, _, index = device.partition(":")
+    if kind not in DEVICE_TYPES or (index and not index.isdigit()):
+        raise ValueError(f"invalid device {device!r}; expected e.g. 'cpu', 'sim', 'cuda:0', 'mps'")
+    if kind == "cpu":
+        return 0, -1
+    return DEVICE_TYPES[kind], int(index) if index else 0

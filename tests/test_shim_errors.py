@@ -1,0 +1,140 @@
+"""Bad input gets a clear error code and message, never a crash."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import aotishim
+from aotishim import _core, shim
+
+GETTERS = ["data_ptr", "sizes", "strides", "dim", "numel", "storage_offset", "storage_size",
+           "dtype", "device_type", "device_index", "layout", "is_contiguous"]
+
+
+def _handle_shims(h):
+    """Every shim that takes a tensor handle, called on h."""
+    good = shim.empty_strided([2, 2])
+    calls = [lambda g=g: _core.get(h, g) for g in GETTERS]
+    calls += [
+        lambda: _core.reinterpret_tensor(h, [1], [1], 0),
+        lambda: _core.new_tensor_handle(h),
+        lambda: _core.assign_tensors_out(h),
+        lambda: _core.clone(h),
+        lambda: _core.clone_preserve_strides(h),
+        lambda: _core.copy_(h, good.handle),
+        lambda: _core.copy_(good.handle, h),
+        lambda: _core.cpu_mm_out(h, good.handle, good.handle),
+        lambda: _core.cpu_addmm_out(good.handle, h, good.handle, good.handle, 1.0, 1.0),
+        lambda: _core.cpu_bmm_out(good.handle, good.handle, h),
+        lambda: _core.delete_tensor_object(h),
+        lambda: _core.tensor_info(h),
+        lambda: _core.copy_to_host(h, np.empty(4, np.float32)),
+    ]
+    return calls
+
+
+def test_deleted_handle_is_reported_by_every_shim():
+    t = shim.empty_strided([2, 2])
+    shim.delete(t)
+    for call in _handle_shims(t.handle):
+        with pytest.raises(shim.ShimError, match="already deleted"):
+            call()
+
+
+def test_null_handle_is_reported_by_every_shim():
+    for call in _handle_shims(0):
+        with pytest.raises(shim.ShimError, match="null"):
+            call()
+
+
+def test_foreign_value_is_not_a_handle():
+    for call in _handle_shims(0x1234):
+        with pytest.raises(shim.ShimError, match="not a tensor handle"):
+            call()
+
+
+def test_double_delete_is_an_error_and_counts_once():
+    t = shim.empty_strided([3])
+    before = aotishim.memory_stats()["released_handles"]
+    shim.delete(t)
+    with pytest.raises(shim.ShimError, match="double-deleted"):
+        shim.delete(t)
+    assert aotishim.memory_stats()["released_handles"] == before + 1
+    assert "aoti_torch_delete_tensor_object" in shim.last_error()
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        (dict(sizes=[-1, 2]), "negative size"),
+        (dict(sizes=[2, 2], strides=[-1, 1]), "negative stride"),
+        (dict(sizes=[2**40, 2**40]), "overflows"),
+        (dict(sizes=[2, 2], strides=[2**62, 2**62]), "overflows"),
+        (dict(sizes=[2], dtype=99), "unsupported dtype 99"),
+        (dict(sizes=[2], strides=[1, 1]), "differ in length"),
+    ],
+)
+def test_empty_strided_rejects_bad_geometry(kwargs, message):
+    with pytest.raises(shim.ShimError, match=message):
+        shim.empty_strided(**kwargs)
+
+
+def test_unknown_and_unavailable_devices():
+    with pytest.raises(shim.ShimError, match="unsupported device type 5"):
+        _core.empty_strided([2], None, 6, 5, 0)
+    if not any(d.startswith("cuda") for d in aotishim.devices()):
+        with pytest.raises(shim.ShimError, match="cuda"):
+            shim.empty_strided([2], device="cuda:0")
+    with pytest.raises(shim.ShimError, match="not available"):
+        _core.empty_strided([2], None, 6, 0, 3)
+    with pytest.raises(ValueError, match="invalid device"):
+        shim.empty_strided([2], device="gpu")
+
+
+def test_views_must_stay_inside_storage():
+    base = shim.empty_strided([4, 4])
+    with pytest.raises(shim.ShimError, match="outside its storage"):
+        shim.reinterpret_tensor(base, [4, 4], [4, 1], 1)
+    with pytest.raises(shim.ShimError, match="outside its storage"):
+        shim.reinterpret_tensor(base, [2, 2], [16, 1], 0)
+    with pytest.raises(shim.ShimError, match="negative storage offset"):
+        shim.reinterpret_tensor(base, [1], [1], -1)
+    # the base is untouched by the failed calls
+    assert base.sizes == [4, 4] and shim.is_live(base)
+    ok = shim.reinterpret_tensor(base, [1, 4], [4, 1], 12)
+    assert ok.data_ptr == base.data_ptr + 48
+
+
+def test_from_blob_rejects_null_and_bad_layout():
+    with pytest.raises(shim.ShimError, match="null"):
+        shim.from_blob(0, [4], dtype="float32")
+    assert shim.get(shim.from_blob(0, [0], dtype="float32"), "numel") == 0
+
+
+def test_copy_shape_mismatch():
+    a = shim.empty_strided([2, 3])
+    b = shim.empty_strided([3, 2])
+    with pytest.raises(shim.ShimError, match="broadcast"):
+        shim.copy_(a, b)
+
+
+def test_size_and_stride_dimension_checks():
+    t = shim.empty_strided([2, 3])
+    assert _core.get(t.handle, "dim") == 2
+    with pytest.raises(ValueError, match="unknown getter"):
+        _core.get(t.handle, "nonsense")
+
+
+def test_read_only_array_cannot_be_borrowed():
+    arr = np.arange(4, dtype=np.float32)
+    arr.setflags(write=False)
+    with pytest.raises(shim.ShimError, match="read-only"):
+        shim.from_numpy(arr)
+    t = shim.from_numpy(arr, copy=True)
+    np.testing.assert_array_equal(shim.to_numpy(t), arr)
+
+
+def test_unsupported_numpy_dtype():
+    with pytest.raises(ValueError, match="unsupported dtype"):
+        shim.from_numpy(np.zeros(3, np.complex64))
