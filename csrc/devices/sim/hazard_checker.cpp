@@ -14,7 +14,8 @@ bool overlap(uintptr_t a0, uintptr_t a1, uintptr_t b0, uintptr_t b1) {
 
 std::optional<std::string> find_command_hazard(const Command& incoming,
                                                const std::vector<Command>& pending) {
-  for (const Command& p : pending) {
+  for (auto it = pending.rbegin(); it != pending.rend(); ++it) {
+    const Command& p = *it;
     for (const Binding& pb : p.bindings) {
       for (const Binding& ib : incoming.bindings) {
         if (pb.buffer == ib.buffer || !(pb.write || ib.write) || pb.nbytes == 0 || ib.nbytes == 0)
@@ -37,7 +38,8 @@ std::optional<std::string> find_host_hazard(const std::string& what, const void*
   if (nbytes == 0) return std::nullopt;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(ptr);
   const uintptr_t end = begin + nbytes;
-  for (const Command& p : pending) {
+  for (auto it = pending.rbegin(); it != pending.rend(); ++it) {
+    const Command& p = *it;
     for (const Binding& pb : p.bindings) {
       if (!(pb.write || write) || pb.nbytes == 0) continue;
       if (!overlap(begin, end, pb.begin(), pb.end())) continue;

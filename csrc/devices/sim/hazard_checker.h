@@ -23,7 +23,8 @@ std::optional<std::string> find_command_hazard(const Command& incoming,
 
 // (a) The host reads (write = false) or writes [ptr, ptr + nbytes) while a
 // pending command writes those bytes (or, for a host write, touches them at all).
-// `what` names the host side ("host read by download", ...).
+// `what` names the host side ("host read (download)", ...); the message
+// names the latest such pending command.
 std::optional<std::string> find_host_hazard(const std::string& what, const void* ptr,
                                             size_t nbytes, bool write,
                                             const std::vector<Command>& pending);

@@ -324,7 +324,6 @@ void SimDevice::configure(const sim::Config& config) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   AOTISHIM_CHECK(static_cast<int32_t>(config.order) >= 0 && static_cast<int32_t>(config.order) <= 2,
                  "sim: unknown scheduler order ", static_cast<int32_t>(config.order));
-  drain();  // work recorded under the old order runs under it
   config_ = config;
   rng_.seed(config.seed);
 }

@@ -31,8 +31,9 @@ struct Config {
   bool checker = true;        // report hazards as errors
 };
 
-// Applies to sim:0. Runs what is queued first, so a new order never reorders
-// work recorded under the old one.
+// Applies to sim:0 from now on: the next run of the stream (including work
+// already queued) uses the new order and seed; the checker applies to
+// accesses made from now on.
 AOTISHIM_API void configure(const Config& config);
 AOTISHIM_API Config config();
 
