@@ -22,7 +22,8 @@ def sim_device() -> Iterator[None]:
     try:
         yield
     finally:
-        sim.configure(checker=False)  # runs what a failing test left queued
+        sim.configure(checker=False)
+        aotishim.synchronize("sim")  # runs what a failing test left queued
         shim.cleanup_memory()
         sim.configure()
 
@@ -43,7 +44,7 @@ def gather(base: np.ndarray, sizes: Sequence[int], strides: Sequence[int], offse
 def produced_on_device(arr: np.ndarray) -> shim.Tensor:
     """A sim tensor holding arr whose bytes are written by a device command
     still pending on the stream (as an earlier kernel's output would be)."""
-    staging = shim.from_numpy(arr, device="sim")
+    staging = shim.from_numpy(arr, copy=True, device="sim")
     t = shim.empty_strided(list(arr.shape), None, dtype=str(arr.dtype), device="sim")
     shim.copy_(t, staging)
     return t
@@ -69,4 +70,4 @@ def host_pack_old(view: shim.Tensor) -> shim.Tensor:
     raw = sim.host_read(addr, extent_bytes(view.sizes, view.strides, dt.itemsize))
     flat = np.frombuffer(raw, dtype=dt)
     packed = gather(flat, view.sizes, view.strides, 0)
-    return shim.from_numpy(packed, device="sim")
+    return shim.from_numpy(packed, copy=True, device="sim")

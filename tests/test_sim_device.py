@@ -39,14 +39,19 @@ def test_fresh_memory_is_poisoned():
 
 def test_work_is_deferred_until_synchronize():
     a, b = ints((3, 4), 1), ints((4, 2), 2)
-    A, B = shim.from_numpy(a, device="sim"), shim.from_numpy(b, device="sim")
+    A, B = shim.from_numpy(a, copy=True, device="sim"), shim.from_numpy(b, copy=True, device="sim")
     out = shim.empty_strided([3, 2], None, dtype="float32", device="sim")
     before = sim_counters()
     shim.mm(out, A, B)
     assert sim.pending_commands() >= 1
     assert delta(before, sim_counters())["commands"] == sim.pending_commands()
-    # Still poison: nothing ran.
+    # Reading out without waiting is a hazard; with the checker off it shows
+    # poison: nothing ran.
+    with pytest.raises(shim.ShimError, match="raw host read .* pending command #\\d+ 'gemm' writes out"):
+        sim.host_read(out.data_ptr, 4)
+    sim.configure(checker=False)
     assert sim.host_read(out.data_ptr, 4) == b"\xff" * 4
+    sim.configure(checker=True)
     aotishim.synchronize("sim")
     assert sim.pending_commands() == 0
     np.testing.assert_array_equal(shim.to_numpy(out), a @ b)
@@ -54,7 +59,7 @@ def test_work_is_deferred_until_synchronize():
 
 def test_idle_read_does_not_synchronize_busy_read_does_once():
     x = ints((4, 4), 3)
-    X = shim.from_numpy(x, device="sim")
+    X = shim.from_numpy(x, copy=True, device="sim")
     out = shim.empty_strided([4, 4], None, dtype="float32", device="sim")
     shim.mm(out, X, X)
     pending = sim.pending_commands()
@@ -94,7 +99,7 @@ def test_scheduler_orders_only_through_shared_buffer_objects(order):
     """Independent commands run in the configured order; a command that
     reads what another writes always runs after it."""
     sim.configure(order=order, seed=3)
-    srcs = [shim.from_numpy(ints((2, 2), i), device="sim") for i in range(4)]
+    srcs = [shim.from_numpy(ints((2, 2), i), copy=True, device="sim") for i in range(4)]
     dsts = [shim.empty_strided([2, 2], None, dtype="float32", device="sim") for _ in range(4)]
     for s, d in zip(srcs, dsts):
         shim.copy_(d, s)
@@ -120,7 +125,7 @@ def test_scheduler_orders_only_through_shared_buffer_objects(order):
 def test_shuffle_is_deterministic_per_seed():
     def run(seed):
         sim.configure(order="shuffle", seed=seed)
-        srcs = [shim.from_numpy(ints((2,), i), device="sim") for i in range(8)]
+        srcs = [shim.from_numpy(ints((2,), i), copy=True, device="sim") for i in range(8)]
         for s in srcs:
             shim.copy_(shim.empty_strided([2], None, dtype="float32", device="sim"), s)
         aotishim.synchronize("sim")
@@ -133,14 +138,18 @@ def test_shuffle_is_deterministic_per_seed():
 
 def test_flush_interval_bounds_the_queue():
     sim.configure(flush_interval=2)
-    x = shim.from_numpy(ints((2, 2)), device="sim")
+    x = shim.from_numpy(ints((2, 2)), copy=True, device="sim")
+    before = sim_counters()
     for _ in range(5):
         shim.copy_(shim.empty_strided([2, 2], None, dtype="float32", device="sim"), x)
         assert sim.pending_commands() < 2
+    # Flushing is the device's own business, not a host wait.
+    assert delta(before, sim_counters()) == {"synchronizes": 0, "hazards": 0, "commands": 5}
     sim.configure(flush_interval=0)
+    queued = sim.pending_commands()
     for _ in range(5):
         shim.copy_(shim.empty_strided([2, 2], None, dtype="float32", device="sim"), x)
-    assert sim.pending_commands() == 5
+    assert sim.pending_commands() == queued + 5
 
 
 def test_transposed_operand_is_packed_on_the_stream():
@@ -149,7 +158,7 @@ def test_transposed_operand_is_packed_on_the_stream():
     sim.configure(order="reverse")
     w = ints((5, 3), 6)
     W = produced_on_device(w)  # pending producer
-    X = shim.from_numpy(ints((4, 3), 7), device="sim")
+    X = shim.from_numpy(ints((4, 3), 7), copy=True, device="sim")
     out = shim.empty_strided([4, 5], None, dtype="float32", device="sim")
     before = sim_counters()
     shim.mm(out, X, shim.reinterpret_tensor(W, [3, 5], [1, 3], 0))
@@ -165,7 +174,7 @@ def test_output_view_at_an_offset_is_written_in_place():
     big = produced_on_device(init)
     a, b = ints((3, 2), 8), ints((2, 3), 9)
     view = shim.reinterpret_tensor(big, [3, 3], [4, 1], 5)
-    shim.mm(view, shim.from_numpy(a, device="sim"), shim.from_numpy(b, device="sim"))
+    shim.mm(view, shim.from_numpy(a, copy=True, device="sim"), shim.from_numpy(b, copy=True, device="sim"))
     expected = init.copy()
     np.lib.stride_tricks.as_strided(expected[5:], (3, 3), (16, 4))[...] = a @ b
     np.testing.assert_array_equal(shim.to_numpy(big), expected)
@@ -175,7 +184,7 @@ def test_host_write_through_an_alias_is_a_hazard():
     """Uploading into an alias does not wait for work on the parent's buffer
     object, so the checker reports it."""
     x = ints((4, 4), 10)
-    X = shim.from_numpy(x, device="sim")
+    X = shim.from_numpy(x, copy=True, device="sim")
     out = shim.empty_strided([4, 4], None, dtype="float32", device="sim")
     shim.mm(out, X, X)
     alias = sim.make_alias(shim.reinterpret_tensor(out, [2, 4], [4, 1], 8))
@@ -186,7 +195,7 @@ def test_host_write_through_an_alias_is_a_hazard():
 
 def test_alias_is_a_different_buffer_object_over_the_same_bytes():
     x = ints((4, 4), 11)
-    X = shim.from_numpy(x, device="sim")
+    X = shim.from_numpy(x, copy=True, device="sim")
     alias = sim.make_alias(X)
     assert alias.data_ptr == X.data_ptr
     np.testing.assert_array_equal(shim.to_numpy(alias), x)
@@ -197,7 +206,7 @@ def test_alias_is_a_different_buffer_object_over_the_same_bytes():
 
 def test_raw_host_read_of_idle_memory_is_allowed():
     x = ints((2, 2), 12)
-    X = shim.from_numpy(x, device="sim")
+    X = shim.from_numpy(x, copy=True, device="sim")
     assert np.frombuffer(sim.host_read(X.data_ptr, 16), np.float32).tolist() == x.reshape(-1).tolist()
     with pytest.raises(shim.ShimError, match="not inside one live sim allocation"):
         sim.host_read(X.data_ptr + 8, 16)
@@ -216,39 +225,51 @@ def load(w: np.ndarray, b: np.ndarray):
     blob = sim.raw_alloc(w.nbytes + b.nbytes)
     W = shim.from_blob(blob, list(w.shape), None, 0, dtype="float32", device="sim")
     B = shim.from_blob(blob + w.nbytes, list(b.shape), None, 0, dtype="float32", device="sim")
-    shim.copy_(W, shim.from_numpy(w, device="sim"))
-    shim.copy_(B, shim.from_numpy(b, device="sim"))
+    shim.copy_(W, shim.from_numpy(w, copy=True, device="sim"))
+    shim.copy_(B, shim.from_numpy(b, copy=True, device="sim"))
     return blob, W, B
 
 
 def test_constants_blob_reloaded_at_reused_addresses():
+    """Load, run, destroy, load the next model: the allocator hands a freed
+    blob's address to a later blob, and creating tensors there works. The
+    blob is freed while a gemm reading it is still pending; freeing waits."""
     x = ints((3, 4), 13)
-    X = shim.from_numpy(x, device="sim")
-    seen = []
+    X = shim.from_numpy(x, copy=True, device="sim")
+    previous = None  # (blob, W, B, out, expected) of the model loaded last
+    blobs, freed, reused = [], set(), 0
     for i in range(8):
         w, b = ints((5, 4), 20 + i), ints((5,), 40 + i)
+        if previous is not None:
+            p_blob, p_w, p_b, p_out, p_expected = previous
+            assert sim.pending_commands() > 0
+            if i % 2:
+                shim.delete(p_w)
+                shim.delete(p_b)
+            else:
+                assert shim.cleanup_memory() > 0  # everything, p_out included
+                p_out = None
+            sim.raw_free(p_blob)
+            freed.add(p_blob)
+            assert sim.pending_commands() == 0
         blob, W, B = load(w, b)
-        seen.append(blob)
+        reused += blob in freed
+        blobs.append(blob)
+        if previous is not None and p_out is not None:
+            np.testing.assert_array_equal(shim.to_numpy(p_out), p_expected)
+        if i % 2 == 0 and i:
+            X = shim.from_numpy(x, copy=True, device="sim")
         out = shim.empty_strided([3, 5], None, dtype="float32", device="sim")
         shim.addmm(out, B, X, shim.reinterpret_tensor(W, [4, 5], [1, 4], 0), beta=1.0, alpha=1.0)
-        # Destroy while the gemm that reads the blob is still pending: freeing
-        # the blob waits for it, as cudaFree does.
-        assert sim.pending_commands() > 0
-        if i % 2:
-            shim.delete(W)
-            shim.delete(B)
-        sim.raw_free(blob)
-        assert sim.pending_commands() == 0
-        np.testing.assert_array_equal(shim.to_numpy(out), x @ w.T + b)
-        if i % 2 == 0:
-            shim.cleanup_memory()
-            X = shim.from_numpy(x, device="sim")
-    # The allocator gave a freed blob's address back, and loading there worked.
-    assert len(set(seen)) < len(seen), seen
+        previous = (blob, W, B, out, x @ w.T + b)
+    np.testing.assert_array_equal(shim.to_numpy(previous[3]), previous[4])
+    # The stale-address case really happened: a blob landed where a destroyed
+    # model's blob had been.
+    assert reused > 0, blobs
 
 
 def test_raw_free_rejects_what_raw_alloc_did_not_return():
-    X = shim.from_numpy(ints((2, 2)), device="sim")
+    X = shim.from_numpy(ints((2, 2)), copy=True, device="sim")
     with pytest.raises(shim.ShimError, match="not returned by sim.raw_alloc"):
         sim.raw_free(X.data_ptr)
     blob = sim.raw_alloc(64)

@@ -65,16 +65,16 @@ class Model:
 
     def first_linear(self):
         """buf0 = addmm(b1, x, w1.T) on sim, as the generated code calls it."""
-        X = shim.from_numpy(self.x, device="sim")
-        W1 = shim.from_numpy(self.w1, device="sim")
-        B1 = shim.from_numpy(self.b1, device="sim")
+        X = shim.from_numpy(self.x, copy=True, device="sim")
+        W1 = shim.from_numpy(self.w1, copy=True, device="sim")
+        B1 = shim.from_numpy(self.b1, copy=True, device="sim")
         buf0 = shim.empty_strided([12, 16], [16, 1], dtype=self.dtype, device="sim")
         shim.addmm(buf0, B1, X, shim.reinterpret_tensor(W1, [7, 16], [1, 7], 0), beta=1.0, alpha=1.0)
         return buf0
 
     def second_linear(self, chunk):
-        W2 = shim.from_numpy(self.w2, device="sim")
-        B2 = shim.from_numpy(self.b2, device="sim")
+        W2 = shim.from_numpy(self.w2, copy=True, device="sim")
+        B2 = shim.from_numpy(self.b2, copy=True, device="sim")
         rows = self.case.sizes[0]
         buf1 = shim.empty_strided([rows, OUT2], [OUT2, 1], dtype=self.dtype, device="sim")
         shim.addmm(buf1, B2, chunk, shim.reinterpret_tensor(W2, [self.case.in2, OUT2], [1, self.case.in2], 0),

@@ -49,7 +49,8 @@ def configure(order: Order = "fifo", seed: int = 0, flush_interval: int = 0,
     """Sets the scheduler order and seed, the flush interval (0 = run queued
     work only when something needs it) and whether hazards raise.
 
-    Work already queued runs first, under the previous settings."""
+    Takes effect at once: work already queued runs under the new order when
+    the stream next runs."""
     _sim.configure(order, seed, flush_interval, checker)
 
 
@@ -105,7 +106,7 @@ def make_alias(tensor: _shim.Tensor) -> _shim.Tensor:
     Work through the alias is not ordered with work through the parent: this
     exists only to reproduce the defect of binding views that way. The
     parent's memory stays alive as long as the alias."""
-    return _shim._wrap(_sim.make_alias(tensor.handle))
+    return _shim.Tensor(_sim.make_alias(tensor.handle))
 
 
 def is_buffer_base(address: int) -> bool:
