@@ -94,6 +94,17 @@ def test_read_of_a_view_at_an_offset_waits_for_its_allocation():
     assert delta(before, sim_counters())["synchronizes"] == 1
 
 
+def test_read_of_a_packed_view_at_an_offset_waits_for_its_allocation():
+    """A contiguous view at an offset is downloaded in place, from an interior
+    pointer: the wait is still found by range."""
+    x = ints((4, 8), 5)
+    buf = produced_on_device(x)
+    view = shim.reinterpret_tensor(buf, [2, 8], [8, 1], 16)
+    before = sim_counters()
+    np.testing.assert_array_equal(shim.to_numpy(view), x[2:])
+    assert delta(before, sim_counters()) == {"synchronizes": 1, "hazards": 0, "commands": 0}
+
+
 @pytest.mark.parametrize("order", sim.ORDERS)
 def test_scheduler_orders_only_through_shared_buffer_objects(order):
     """Independent commands run in the configured order; a command that

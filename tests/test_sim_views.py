@@ -57,6 +57,7 @@ class Model:
         buf0 = round_to(f(self.x) @ f(self.w1).T + f(self.b1), dtype).reshape(-1)
         chunk = np.lib.stride_tricks.as_strided(
             buf0[case.offset:], case.sizes, tuple(s * 8 for s in case.strides))
+        self.chunk = chunk.copy()
         self.expected = chunk @ f(self.w2).T + f(self.b2)
 
     def check(self, result: np.ndarray) -> None:
@@ -96,13 +97,12 @@ def test_chunk_view_reads_finished_data(case, dtype, order):
     # Nothing has run yet: the chunk's producer is still pending when its
     # consumer is recorded.
     assert sim.pending_commands() > 0
-    model.check(shim.to_numpy(buf1))
+    # Reading the chunk itself (from an interior address) waits too.
+    np.testing.assert_allclose(shim.to_numpy(chunk).astype(np.float64), model.chunk,
+                               rtol=1e-6, atol=1e-6)
     assert sim.pending_commands() == 0
+    model.check(shim.to_numpy(buf1))
     assert sim.counters()["hazards"] == hazards
-    # The first chunk too, and the whole of buf0, read back right afterwards.
-    np.testing.assert_array_equal(
-        shim.to_numpy(buf0).reshape(-1)[case.offset:case.offset + 1],
-        shim.to_numpy(chunk)[:1, :1].reshape(-1))
 
 
 # ---- the old algorithms, reproduced test-side, must fail ----
