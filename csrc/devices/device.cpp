@@ -1,7 +1,10 @@
 #include "devices/device.h"
 
+#include <dlfcn.h>
+
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "core/error.h"
 
@@ -23,6 +26,62 @@ Devices& devices_state() {
   // Never destroyed: storages may be freed during static destruction.
   static Devices* d = new Devices();
   return *d;
+}
+
+// Optional backends (cuda) are plugins beside libaotishim, loaded on first
+// use, so a machine without their runtime libraries still runs everything
+// else. Loading registers the backend from the plugin's static initializer.
+struct Plugin {
+  std::once_flag once;
+  std::string error;
+};
+
+std::string library_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&register_backend), &info) == 0 || !info.dli_fname) return "";
+  std::string path = info.dli_fname;
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+const char* plugin_name(DeviceType type) {
+  switch (type) {
+    case DeviceType::CUDA:
+#if defined(__APPLE__)
+      return "libaotishim_cuda.dylib";
+#else
+      return "libaotishim_cuda.so";
+#endif
+    default:
+      return nullptr;
+  }
+}
+
+// Returns "" when loaded (or nothing to load), else why not.
+const std::string& load_plugin(DeviceType type) {
+  static std::map<DeviceType, Plugin>* plugins = new std::map<DeviceType, Plugin>();
+  static std::mutex map_mutex;
+  Plugin* plugin;
+  {
+    std::lock_guard<std::mutex> lock(map_mutex);
+    plugin = &(*plugins)[type];
+  }
+  std::call_once(plugin->once, [&] {
+    const char* name = plugin_name(type);
+    if (name == nullptr) return;
+    std::string path = library_dir() + name;
+    if (dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      const char* why = dlerror();
+      plugin->error = why ? why : "dlopen failed";
+    }
+  });
+  return plugin->error;
+}
+
+bool has_backend(DeviceType type) {
+  Devices& d = devices_state();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  return d.backends.count(type) == 1;
 }
 }  // namespace
 
@@ -55,6 +114,8 @@ void register_backend(DeviceType type, DeviceFactory factory, DeviceCount count)
 }
 
 Device& get_device(DeviceType type, int32_t index) {
+  std::string plugin_error;
+  if (!has_backend(type)) plugin_error = load_plugin(type);
   Devices& d = devices_state();
   std::lock_guard<std::mutex> lock(d.mutex);
   auto key = std::make_pair(type, index);
@@ -62,7 +123,9 @@ Device& get_device(DeviceType type, int32_t index) {
   if (it != d.created.end()) return *it->second;
   auto backend = d.backends.find(type);
   AOTISHIM_CHECK(backend != d.backends.end(), "device type '", device_type_name(type),
-                 "' is not built into this aotishim");
+                 "' is not available in this aotishim build",
+                 plugin_error.empty() ? "" : " (its backend failed to load: ", plugin_error,
+                 plugin_error.empty() ? "" : ")");
   int count = backend->second.count();
   AOTISHIM_CHECK(index >= 0 && index < count, "device ", device_type_name(type), ":", index,
                  " is not available (", count, " present)");
@@ -73,6 +136,7 @@ Device& get_device(DeviceType type, int32_t index) {
 }
 
 std::vector<std::string> available_devices() {
+  load_plugin(DeviceType::CUDA);
   Devices& d = devices_state();
   std::lock_guard<std::mutex> lock(d.mutex);
   std::vector<std::string> names;

@@ -40,4 +40,18 @@ def cleanup_memory() -> int:
     return _core.cleanup_memory()
 
 
-__all__ = ["ShimError", "cleanup_memory", "devices", "memory_stats", "shim", "synchronize"]
+def cmake_dir() -> str:
+    """The folder holding aotishimConfig.cmake, for ``-Daotishim_DIR=...``.
+
+    A native runner then links ``aotishim::aotishim`` with CMake's
+    ``find_package(aotishim)``. Available in installed (wheel) builds.
+    """
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent / "share" / "cmake" / "aotishim"
+    if not (path / "aotishimConfig.cmake").is_file():
+        raise FileNotFoundError(f"no CMake package at {path}; install aotishim with pip first")
+    return str(path)
+
+
+__all__ = ["ShimError", "cleanup_memory", "cmake_dir", "devices", "memory_stats", "shim", "synchronize"]
