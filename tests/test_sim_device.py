@@ -49,9 +49,9 @@ def test_work_is_deferred_until_synchronize():
     # poison: nothing ran.
     with pytest.raises(shim.ShimError, match="raw host read .* pending command #\\d+ 'gemm' writes out"):
         sim.host_read(out.data_ptr, 4)
-    sim.configure(checker=False)
-    assert sim.host_read(out.data_ptr, 4) == b"\xff" * 4
-    sim.configure(checker=True)
+    with sim.configured(checker=False):
+        assert sim.host_read(out.data_ptr, 4) == b"\xff" * 4
+    assert sim.config()["checker"] and sim.pending_commands() > 0
     aotishim.synchronize("sim")
     assert sim.pending_commands() == 0
     np.testing.assert_array_equal(shim.to_numpy(out), a @ b)
