@@ -18,7 +18,8 @@ namespace {
 
 // 0xFF bytes are NaN in every float format we support, -1 in signed ints.
 constexpr unsigned char kPoison = 0xFF;
-constexpr size_t kAlignment = 64;
+constexpr size_t kBlockRound = 256;
+constexpr size_t kCacheLimit = size_t{256} << 20;
 
 std::unique_ptr<Device> make_sim(int32_t index) { return std::make_unique<SimDevice>(index); }
 int sim_count() { return 1; }
@@ -47,15 +48,30 @@ SimDevice::~SimDevice() {
   } catch (const std::exception& e) {
     log(LogLevel::Error, str("sim: pending work failed at shutdown: ", e.what()));
   }
+  for (auto& [size, blocks] : cached_)
+    for (void* p : blocks) std::free(p);
 }
 
 // ---- memory ----
 
+size_t SimDevice::block_size(size_t nbytes) {
+  return (std::max<size_t>(nbytes, 1) + kBlockRound - 1) / kBlockRound * kBlockRound;
+}
+
 void* SimDevice::raw_allocate(size_t nbytes) {
-  size_t rounded = (std::max<size_t>(nbytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
-  AOTISHIM_CHECK(p != nullptr, "sim: out of memory allocating ", nbytes, " bytes");
-  std::memset(p, kPoison, rounded);
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  const size_t n = block_size(nbytes);
+  void* p = nullptr;
+  auto it = cached_.find(n);
+  if (it != cached_.end() && !it->second.empty()) {
+    p = it->second.back();
+    it->second.pop_back();
+    cached_bytes_ -= n;
+  } else {
+    p = std::malloc(n);  // 16-byte aligned: enough for every dtype
+    AOTISHIM_CHECK(p != nullptr, "sim: out of memory allocating ", nbytes, " bytes");
+  }
+  std::memset(p, kPoison, n);
   return p;
 }
 
@@ -71,7 +87,15 @@ void SimDevice::raw_free(void* base, size_t nbytes) {
     ++counters_.synchronizes;
     drain();
   }
-  std::free(base);
+  // Like a GPU's caching allocator, keep the block for the next request of
+  // its size, so freed addresses come back (last freed, first reused).
+  const size_t n = block_size(nbytes);
+  if (cached_bytes_ + n <= kCacheLimit) {
+    cached_[n].push_back(base);
+    cached_bytes_ += n;
+  } else {
+    std::free(base);
+  }
 }
 
 SimDevice::BufferRef SimDevice::resolve_pointer(const void* ptr) const {

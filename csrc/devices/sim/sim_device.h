@@ -74,6 +74,7 @@ class SimDevice final : public Device {
   void drain();
   void prune_aliases();
   [[noreturn]] void report_hazard(const std::string& message);
+  static size_t block_size(size_t nbytes);
 
   mutable std::recursive_mutex mutex_;  // recursive: freeing a storage re-enters
   sim_detail::CommandStream stream_;
@@ -82,6 +83,8 @@ class SimDevice final : public Device {
   DeviceCounters counters_;
   std::vector<std::string> last_order_;
   std::unordered_map<uint64_t, Alias> aliases_;  // by alias storage id
+  std::unordered_map<size_t, std::vector<void*>> cached_;  // freed blocks by size
+  size_t cached_bytes_ = 0;
 };
 
 // sim:index, created on first use.

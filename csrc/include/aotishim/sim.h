@@ -4,7 +4,9 @@
 // Memory is host memory; each allocation is its own buffer object, poisoned
 // with 0xFF bytes when allocated (NaN as float16, bfloat16, float32 and
 // float64; -1 as signed integers; 255 as uint8), so a read of bytes no command
-// wrote shows. Work is recorded and runs at a synchronize, before a host
+// wrote shows. Like a GPU's caching allocator, freed blocks are kept and handed
+// back to the next allocation of the same rounded size (last freed first), so
+// addresses are reused deterministically. Work is recorded and runs at a synchronize, before a host
 // access that needs it, or every `flush_interval` queued commands.
 // Errors throw aotishim::Error.
 #pragma once
