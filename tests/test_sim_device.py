@@ -204,15 +204,25 @@ def test_host_write_through_an_alias_is_a_hazard():
     np.testing.assert_array_equal(shim.to_numpy(out), x @ x)
 
 
+def sim_allocations() -> int:
+    return next(d["allocations"] for d in aotishim.memory_stats()["devices"]
+                if d["device"].startswith("sim"))
+
+
 def test_alias_is_a_different_buffer_object_over_the_same_bytes():
     x = ints((4, 4), 11)
+    before = sim_allocations()
     X = shim.from_numpy(x, copy=True, device="sim")
     alias = sim.make_alias(X)
     assert alias.data_ptr == X.data_ptr
+    assert sim_allocations() == before + 1  # no second allocation
     np.testing.assert_array_equal(shim.to_numpy(alias), x)
-    # The alias keeps the parent's bytes alive.
+    # The alias keeps the parent's bytes alive, and only until it dies.
     shim.delete(X)
     np.testing.assert_array_equal(shim.to_numpy(alias), x)
+    assert sim_allocations() == before + 1
+    shim.delete(alias)
+    assert sim_allocations() == before
 
 
 def test_raw_host_read_of_idle_memory_is_allowed():

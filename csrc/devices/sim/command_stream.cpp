@@ -1,21 +1,11 @@
 #include "devices/sim/command_stream.h"
 
 #include <algorithm>
-#include <iomanip>
 #include <set>
 #include <sstream>
 #include <unordered_map>
 
 namespace aotishim::sim_detail {
-
-const char* order_name(Order order) {
-  switch (order) {
-    case Order::Fifo: return "fifo";
-    case Order::Reverse: return "reverse";
-    case Order::Shuffle: return "shuffle";
-  }
-  return "?";
-}
 
 std::string describe(const Binding& b) {
   std::ostringstream os;
@@ -36,7 +26,7 @@ uint64_t CommandStream::submit(Command command) {
   return pending_.back().seq;
 }
 
-std::vector<Command> CommandStream::take_scheduled(Order order, std::mt19937_64& rng) {
+std::vector<Command> CommandStream::take_scheduled(sim::Order order, std::mt19937_64& rng) {
   const size_t n = pending_.size();
   // Dependencies per buffer object: a writer waits for the previous writer and
   // every reader since; a reader waits for the previous writer.
@@ -79,9 +69,11 @@ std::vector<Command> CommandStream::take_scheduled(Order order, std::mt19937_64&
   while (!ready.empty()) {
     size_t pick = 0;
     switch (order) {
-      case Order::Fifo: pick = 0; break;
-      case Order::Reverse: pick = ready.size() - 1; break;
-      case Order::Shuffle: pick = std::uniform_int_distribution<size_t>(0, ready.size() - 1)(rng); break;
+      case sim::Order::Fifo: pick = 0; break;
+      case sim::Order::Reverse: pick = ready.size() - 1; break;
+      // mt19937_64's output is fixed by the standard (distributions are not),
+      // so a seed gives the same order with every standard library.
+      case sim::Order::Shuffle: pick = static_cast<size_t>(rng() % ready.size()); break;
     }
     size_t i = ready[pick];
     ready.erase(ready.begin() + static_cast<long>(pick));

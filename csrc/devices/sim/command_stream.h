@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "aotishim/sim.h"
+
 namespace aotishim {
 
 class Storage;
@@ -45,9 +47,6 @@ struct Command {
   std::function<void()> run;
 };
 
-enum class Order { Fifo = 0, Reverse = 1, Shuffle = 2 };
-const char* order_name(Order order);
-
 std::string describe(const Command& command);
 std::string describe(const Binding& binding);
 
@@ -62,7 +61,7 @@ class CommandStream {
   // Removes every pending command and returns them in an execution order
   // allowed by the ordering rule, chosen by `order` (and `rng` for Shuffle).
   // The caller runs them (and destroys them outside its lock).
-  std::vector<Command> take_scheduled(Order order, std::mt19937_64& rng);
+  std::vector<Command> take_scheduled(sim::Order order, std::mt19937_64& rng);
 
  private:
   std::vector<Command> pending_;

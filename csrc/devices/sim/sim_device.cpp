@@ -225,8 +225,7 @@ void SimDevice::submit(std::vector<Command> commands) {
 }
 
 void SimDevice::drain() {
-  std::vector<Command> order = stream_.take_scheduled(
-      static_cast<sim_detail::Order>(config_.order), rng_);
+  std::vector<Command> order = stream_.take_scheduled(config_.order, rng_);
   if (order.empty()) return;
   last_order_.clear();
   std::string failure;
@@ -317,24 +316,22 @@ Tensor SimDevice::make_alias(const Tensor& tensor) {
                  ", got one on ", tensor.device().name());
   const size_t n = std::max<size_t>(tensor.extent_bytes(), 1);
   Tensor alias;
-  alias.storage = Storage::borrow(*this, tensor.data(), n);
+  // The alias keeps the parent's storage (and so its bytes) alive.
+  alias.storage = Storage::borrow(*this, tensor.data(), n, tensor.storage);
   alias.storage_offset = 0;
   alias.sizes = tensor.sizes;
   alias.strides = tensor.strides;
   alias.dtype = tensor.dtype;
   Alias entry;
   entry.alias = alias.storage;
-  entry.parent = tensor.storage;
   entry.buffer = {next_buffer_id(), reinterpret_cast<uintptr_t>(tensor.data()), n};
   aliases_[alias.storage->id()] = std::move(entry);
   return alias;
 }
 
 void SimDevice::prune_aliases() {
-  std::vector<std::shared_ptr<Storage>> released;  // die after the map is consistent
   for (auto it = aliases_.begin(); it != aliases_.end();) {
     if (it->second.alias.expired()) {
-      released.push_back(std::move(it->second.parent));
       it = aliases_.erase(it);
     } else {
       ++it;

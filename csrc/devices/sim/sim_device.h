@@ -55,8 +55,7 @@ class SimDevice final : public Device {
     size_t nbytes = 0;
   };
   struct Alias {
-    std::weak_ptr<Storage> alias;
-    std::shared_ptr<Storage> parent;  // keeps the aliased bytes alive
+    std::weak_ptr<Storage> alias;  // the entry is stale once it expires
     BufferRef buffer;
   };
 
