@@ -203,14 +203,13 @@ def test_repeated_output_handle_is_deleted_once(order):
     values = [shim.to_numpy(t) for t in slots]
     model.check(values[1])
     np.testing.assert_array_equal(values[0], values[2])
-    np.testing.assert_allclose(values[0].reshape(-1)[96:192].reshape(6, 16) @ model.w2.T.astype(np.float64)
-                               + model.b2, model.expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(values[0][6:], model.chunk, rtol=1e-6, atol=1e-6)
 
     released = aotishim.memory_stats()["released_handles"]
     assert release_outputs(slots) == 2
     assert aotishim.memory_stats()["released_handles"] == released + 2
     assert not shim.is_live(y) and not shim.is_live(z)
     # Deleting every slot, as the old runner did, deletes y a second time:
-    with pytest.raises(shim.ShimError):
+    with pytest.raises(shim.ShimError, match="already deleted"):
         shim.delete(slots[2])
     assert aotishim.memory_stats()["released_handles"] == released + 2
