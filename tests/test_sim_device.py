@@ -191,6 +191,22 @@ def test_output_view_at_an_offset_is_written_in_place():
     np.testing.assert_array_equal(shim.to_numpy(big), expected)
 
 
+def test_borrowed_storage_over_sim_memory_binds_the_containing_allocation():
+    """A tensor created from a blob at an interior address of a sim
+    allocation is the same buffer object: ordered after the pending writer,
+    no hazard (a second buffer object there would be one)."""
+    sim.configure(order="reverse")
+    x = ints((4, 4), 14)
+    buf = produced_on_device(x)
+    inner = shim.from_blob(buf.data_ptr + 16, [2, 4], None, 0, dtype="float32", device="sim")
+    eye = shim.from_numpy(np.eye(4, dtype=np.float32), copy=True, device="sim")
+    out = shim.empty_strided([2, 4], None, dtype="float32", device="sim")
+    before = sim_counters()
+    shim.mm(out, inner, eye)
+    np.testing.assert_array_equal(shim.to_numpy(out), x[1:3])
+    assert delta(before, sim_counters())["hazards"] == 0
+
+
 def test_host_write_through_an_alias_is_a_hazard():
     """Uploading into an alias does not wait for work on the parent's buffer
     object, so the checker reports it."""
