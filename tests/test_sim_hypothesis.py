@@ -15,7 +15,7 @@ from _sim_common import NP_DTYPES, gather, produced_on_device, sim_device  # noq
 
 pytestmark = pytest.mark.usefixtures("sim_device")
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
