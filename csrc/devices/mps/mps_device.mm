@@ -23,11 +23,22 @@ using mps::pooled;
 
 namespace {
 
+// The GPU. A process without a window server connection can get nil from
+// MTLCreateSystemDefaultDevice on some systems; the device list still has it.
+id<MTLDevice> system_device() {
+  id<MTLDevice> device = MTLCreateSystemDefaultDevice();
+  if (device == nil) {
+    NSArray<id<MTLDevice>>* all = MTLCopyAllDevices();
+    if ([all count] > 0) device = all[0];
+  }
+  return device;
+}
+
 int mps_count() {
   // Asked by available_devices() often; the answer does not change.
   static const int count = [] {
     @autoreleasepool {
-      return MTLCreateSystemDefaultDevice() != nil ? 1 : 0;
+      return system_device() != nil ? 1 : 0;
     }
   }();
   return count;
@@ -115,7 +126,7 @@ MpsDevice& mps_device(int32_t index) {
 MpsDevice::MpsDevice(int32_t index) : Device(DeviceType::MPS, index) {
   (void)registered;
   pooled([&] {
-    device_ = MTLCreateSystemDefaultDevice();
+    device_ = system_device();
     AOTISHIM_CHECK(device_ != nil, "mps: this machine has no Metal device");
     queue_ = [device_ newCommandQueue];
     AOTISHIM_CHECK(queue_ != nil, "mps: could not create a Metal command queue");
@@ -543,10 +554,11 @@ bool MpsDevice::encode_mps_gemm(const GemmArgs& args) {
   MatrixLayout lo = matrix_layout(out), la = matrix_layout(a), lb = matrix_layout(b);
   if (!lo.ok || lo.transposed || !la.ok || !lb.ok) return false;
   Binding bo = bind(out, "out"), ba = bind(a, "a"), bb = bind(b, "b");
-  // Where the batched descriptor's last matrix would run past the buffer
-  // (a padded view at its end), let the strided kernel do it.
+  // Where whole padded rows (or matrices) from the view's offset would run
+  // past the buffer, as for a narrow view at its end, the strided kernel
+  // does it: MPS need not read only the bytes a view reaches.
   auto fits = [&](const Binding& bd, const MatrixLayout& l) {
-    return B == 1 || bd.offset + static_cast<size_t>(B) * l.matrix_bytes <= [bd.buffer length];
+    return bd.offset + static_cast<size_t>(B) * l.matrix_bytes <= [bd.buffer length];
   };
   if (!fits(bo, lo) || !fits(ba, la) || !fits(bb, lb)) return false;
 
