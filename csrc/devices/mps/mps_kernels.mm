@@ -56,11 +56,11 @@ inline ushort float_to_bf16_bits(float f) {
   return ushort(bits >> 16);
 }
 
-inline bool is_floating(int dt) {
+inline bool dtype_is_floating(int dt) {
   return dt == DT_FLOAT16 || dt == DT_FLOAT32 || dt == DT_BFLOAT16;
 }
 
-inline int element_size(int dt) {
+inline int dtype_size(int dt) {
   switch (dt) {
     case DT_INT16:
     case DT_FLOAT16:
@@ -140,8 +140,8 @@ inline void store_long(device uchar* p, int dt, long v) {
     d += idx * p.dst_strides[i];
     s += idx * p.src_strides[i];
   }
-  int dsize = element_size(p.dst_dtype);
-  int ssize = element_size(p.src_dtype);
+  int dsize = dtype_size(p.dst_dtype);
+  int ssize = dtype_size(p.src_dtype);
   device uchar* dp = dst + d * dsize;
   device const uchar* sp = src + s * ssize;
   if (p.dst_dtype == p.src_dtype) {
@@ -151,10 +151,10 @@ inline void store_long(device uchar* p, int dt, long v) {
       case 4: *(device uint*)dp = *(device const uint*)sp; break;
       default: *(device ulong*)dp = *(device const ulong*)sp; break;
     }
-  } else if (is_floating(p.dst_dtype)) {
+  } else if (dtype_is_floating(p.dst_dtype)) {
     store_float(dp, p.dst_dtype, load_float(sp, p.src_dtype));
   } else if (p.dst_dtype == DT_BOOL) {
-    bool nonzero = is_floating(p.src_dtype) ? load_float(sp, p.src_dtype) != 0.0f
+    bool nonzero = dtype_is_floating(p.src_dtype) ? load_float(sp, p.src_dtype) != 0.0f
                                             : load_long(sp, p.src_dtype) != 0;
     *dp = nonzero ? 1 : 0;
   } else {
@@ -162,12 +162,12 @@ inline void store_long(device uchar* p, int dt, long v) {
   }
 }
 
-inline float load(device const float* p) { return *p; }
-inline float load(device const half* p) { return float(*p); }
-inline float load(device const bf16_t* p) { return bf16_bits_to_float(p->bits); }
-inline void store(device float* p, float v) { *p = v; }
-inline void store(device half* p, float v) { *p = half(v); }
-inline void store(device bf16_t* p, float v) { p->bits = float_to_bf16_bits(v); }
+inline float load_value(device const float* p) { return *p; }
+inline float load_value(device const half* p) { return float(*p); }
+inline float load_value(device const bf16_t* p) { return bf16_bits_to_float(p->bits); }
+inline void store_value(device float* p, float v) { *p = v; }
+inline void store_value(device half* p, float v) { *p = half(v); }
+inline void store_value(device bf16_t* p, float v) { p->bits = float_to_bf16_bits(v); }
 
 // out[b] = alpha * a[b] @ b[b] + beta * out[b], one thread per output
 // element, any strides, float accumulation. With beta == 0 out is not read.
@@ -185,12 +185,12 @@ template <typename T>
   device const T* bp = b + bi * p.b_strides[0] + col * p.b_strides[2];
   float acc = 0.0f;
   for (long i = 0; i < p.k; ++i) {
-    acc += load(ap + i * p.a_strides[2]) * load(bp + i * p.b_strides[1]);
+    acc += load_value(ap + i * p.a_strides[2]) * load_value(bp + i * p.b_strides[1]);
   }
   device T* op = out + bi * p.out_strides[0] + row * p.out_strides[1] + col * p.out_strides[2];
   float result = p.alpha * acc;
-  if (p.beta != 0.0f) result += p.beta * load(op);
-  store(op, result);
+  if (p.beta != 0.0f) result += p.beta * load_value(op);
+  store_value(op, result);
 }
 
 #define AOTISHIM_GEMM(NAME, T)                                          \
