@@ -193,6 +193,8 @@ def test_host_write_waits_for_pending_readers():
 def test_strided_copy_converts_dtypes(src_dtype, dst_dtype):
     rng = np.random.default_rng(3)
     ref = (rng.standard_normal((6, 10)) * 50).astype(np.float32)
+    if src_dtype == "uint8":
+        ref = np.abs(ref)
     x = ref.astype(np.dtype(ml_dtypes.bfloat16) if src_dtype == "bfloat16" else src_dtype)
     src = produced_on_device(np.ascontiguousarray(x))
     view = shim.reinterpret_tensor(src, [5, 4], [10, 2], 11)  # strided, at an offset
@@ -344,6 +346,13 @@ def test_bmm_matches_numpy(dtype, transpose_b, gemm_path):
     bmm(out, A, bv)
     ref = f64(a) @ (np.swapaxes(f64(b), 1, 2) if transpose_b else f64(b))
     np.testing.assert_allclose(f64(shim.to_numpy(out)), ref, rtol=tol(dtype), atol=tol(dtype))
+
+
+def test_float64_matrix_product_is_refused_with_a_message():
+    a = to_mps(np.ones((2, 2), np.float64))
+    out = shim.empty_strided([2, 2], None, dtype="float64", device="mps")
+    assert C.aoti_torch_mps_mm_out(h(out), h(a), h(a)) != 0
+    assert "float64" in shim.last_error()
 
 
 def test_gemm_ops_refuse_tensors_on_other_devices():
