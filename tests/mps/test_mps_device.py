@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import aotishim
 from aotishim import shim
@@ -614,3 +616,98 @@ def test_aoti_mps_model_matches_eager(tmp_path, name, dtype):
                 for got, want in zip(outputs, expected):
                     np.testing.assert_allclose(f64(got), f64(_numpy(want)), rtol=t, atol=t)
         assert model.leaks == []
+
+
+# ---- random views: mm / bmm / copy against numpy ----
+
+RANDOM = settings(max_examples=60, deadline=None,
+                  suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def gather(base: np.ndarray, sizes, strides, offset: int) -> np.ndarray:
+    return np.lib.stride_tricks.as_strided(
+        base[offset:], tuple(sizes), tuple(s * base.itemsize for s in strides)).copy()
+
+
+def draw_input_view(data, sizes, dtype: str, seed: int):
+    """A view with arbitrary non-negative strides (broadcasts and overlaps
+    included) at an offset of a buffer whose write is still pending. Small
+    integers keep every product and sum exact in float32 and bfloat16."""
+    strides = [data.draw(st.integers(0, 7)) for _ in sizes]
+    offset = data.draw(st.integers(0, 9))
+    extent = 1 + sum((s - 1) * st_ for s, st_ in zip(sizes, strides))
+    length = offset + extent + data.draw(st.integers(0, 4))
+    base = np.random.default_rng(seed).integers(-3, 4, length).astype(NP_DTYPES[dtype])
+    view = shim.reinterpret_tensor(produced_on_device(base), list(sizes), strides, offset)
+    return view, f64(gather(base, sizes, strides, offset))
+
+
+def draw_output_view(data, sizes, dtype: str):
+    """A view that never overlaps itself (dims in a random order, padded) at
+    an offset into a larger buffer of known contents."""
+    perm = data.draw(st.permutations(range(len(sizes))))
+    strides = [0] * len(sizes)
+    step = 1
+    for d in reversed(perm):
+        strides[d] = step
+        step = step * sizes[d] + data.draw(st.integers(0, 2))
+    offset = data.draw(st.integers(0, 6))
+    extent = 1 + sum((s - 1) * st_ for s, st_ in zip(sizes, strides))
+    init = np.full(offset + extent + 3, 77, dtype=NP_DTYPES[dtype])
+    buf = produced_on_device(init)
+    return buf, init, shim.reinterpret_tensor(buf, list(sizes), strides, offset), strides, offset
+
+
+def expect_buffer(buf, init, strides, offset, sizes, values, dtype: str) -> None:
+    want = f64(init)
+    np.lib.stride_tricks.as_strided(
+        want[offset:], tuple(sizes), tuple(s * 8 for s in strides))[...] = values
+    np.testing.assert_array_equal(f64(shim.to_numpy(buf)), f64(want.astype(NP_DTYPES[dtype])))
+
+
+def with_gemm_path(path: str, body) -> None:
+    saved = os.environ.pop("AOTISHIM_MPS_GEMM", None)
+    if path == "kernel":
+        os.environ["AOTISHIM_MPS_GEMM"] = "kernel"
+    try:
+        body()
+    finally:
+        os.environ.pop("AOTISHIM_MPS_GEMM", None)
+        if saved is not None:
+            os.environ["AOTISHIM_MPS_GEMM"] = saved
+        shim.cleanup_memory()
+
+
+@RANDOM
+@given(data=st.data())
+def test_mm_and_bmm_random_views(data):
+    path = data.draw(st.sampled_from(GEMM_PATHS))
+    dtype = data.draw(st.sampled_from(["float32", "bfloat16"]))
+    batch = data.draw(st.sampled_from([None, 1, 3]))
+    m, k, n = (data.draw(st.integers(1, 5)) for _ in range(3))
+    lead = () if batch is None else (batch,)
+
+    def body():
+        a, ra = draw_input_view(data, lead + (m, k), dtype, 1)
+        b, rb = draw_input_view(data, lead + (k, n), dtype, 2)
+        buf, init, out, strides, offset = draw_output_view(data, lead + (m, n), dtype)
+        (mm if batch is None else bmm)(out, a, b)
+        expect_buffer(buf, init, strides, offset, lead + (m, n), ra @ rb, dtype)
+
+    with_gemm_path(path, body)
+
+
+@RANDOM
+@given(data=st.data())
+def test_copy_random_views(data):
+    src_dtype = data.draw(st.sampled_from(["float32", "bfloat16"]))
+    dst_dtype = data.draw(st.sampled_from(["float32", "bfloat16"]))
+    sizes = tuple(data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=4)))
+
+    def body():
+        src, values = draw_input_view(data, sizes, src_dtype, 3)
+        buf, init, dst, strides, offset = draw_output_view(data, sizes, dst_dtype)
+        shim.copy_(dst, src)
+        expect_buffer(buf, init, strides, offset, sizes, values, dst_dtype)
+
+    with_gemm_path("mps", body)
