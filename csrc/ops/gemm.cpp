@@ -1,0 +1,178 @@
+// mm / addmm / bmm for every device: validation, broadcasting of addmm's
+// bias and overlap handling live here, once; the device then runs one batched
+// GemmArgs on its stream. Views are never copied on the host: every byte
+// moved goes through the device's copy or gemm, so asynchronous devices see
+// (and order) all of it.
+#include "ops/gemm.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "devices/device.h"
+
+namespace aotishim {
+namespace {
+
+std::string shape(const std::vector<int64_t>& sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+struct Arg {
+  const char* name;
+  const Tensor& t;
+};
+
+bool gemm_dtype(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::BFloat16;
+}
+
+// One device and one supported dtype for all operands.
+void check_operands(const Arg& out, std::initializer_list<Arg> inputs) {
+  for (const Arg& in : inputs) {
+    AOTISHIM_CHECK(&in.t.device() == &out.t.device(), "tensors are on different devices: ",
+                   out.name, " is on ", out.t.device().name(), " but ", in.name, " is on ",
+                   in.t.device().name());
+  }
+  for (const Arg& in : inputs) {
+    AOTISHIM_CHECK(in.t.dtype == out.t.dtype, "dtype mismatch: ", out.name, " is ",
+                   dtype_name(out.t.dtype), " but ", in.name, " is ", dtype_name(in.t.dtype));
+  }
+  AOTISHIM_CHECK(gemm_dtype(out.t.dtype), "unsupported dtype ", dtype_name(out.t.dtype),
+                 " (matrix products support float32, float64 and bfloat16)");
+}
+
+void check_rank(const Arg& arg, int64_t rank) {
+  AOTISHIM_CHECK(arg.t.dim() == rank, arg.name, " must be ", rank, "-D, got a ", arg.t.dim(),
+                 "-D tensor of sizes ", shape(arg.t.sizes));
+}
+
+void check_out_shape(const Tensor& out, const std::vector<int64_t>& expected) {
+  AOTISHIM_CHECK(out.sizes == expected, "out has sizes ", shape(out.sizes),
+                 " but the result has sizes ", shape(expected));
+}
+
+// Writing one result element through two aliases would make the result depend
+// on the order of writes. Accepts every layout whose dims, sorted by stride,
+// each step past everything the smaller dims reach (all dense and padded
+// layouts, in any permutation).
+void check_no_internal_overlap(const Tensor& out) {
+  if (out.numel() == 0) return;
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  for (size_t d = 0; d < out.sizes.size(); ++d)
+    if (out.sizes[d] > 1) dims.emplace_back(out.strides[d], out.sizes[d]);
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;
+  for (const auto& [stride, size] : dims) {
+    AOTISHIM_CHECK(stride > reach, "out's elements overlap in memory (sizes ", shape(out.sizes),
+                   ", strides ", shape(out.strides), "); it cannot be written");
+    reach += stride * (size - 1);
+  }
+}
+
+// The same elements at the same addresses.
+bool same_view(const Tensor& x, const Tensor& y) {
+  return x.data() == y.data() && x.dtype == y.dtype && x.sizes == y.sizes &&
+         x.strides == y.strides;
+}
+
+// A 2-D view as a batch of one; batched views pass through.
+Tensor as_batch(const Tensor& t) {
+  if (t.dim() == 3) return t;
+  return make_view(t, {1, t.sizes[0], t.sizes[1]}, {0, t.strides[0], t.strides[1]},
+                   t.storage_offset);
+}
+
+// addmm's self broadcast to (M, N) as a stride-0 view: (N,), (1, N), (M, 1),
+// (M, N), 0-d and size-1 shapes.
+Tensor expand_bias(const Tensor& self, int64_t M, int64_t N) {
+  const std::vector<int64_t> target = {M, N};
+  AOTISHIM_CHECK(self.dim() <= 2, "self must have at most 2 dimensions to broadcast to ",
+                 shape(target), ", got sizes ", shape(self.sizes));
+  std::vector<int64_t> strides = {0, 0};
+  const int64_t lead = 2 - self.dim();
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    const int64_t size = self.sizes[d], want = target[d + lead];
+    AOTISHIM_CHECK(size == want || size == 1, "self of sizes ", shape(self.sizes),
+                   " cannot be broadcast to ", shape(target));
+    strides[d + lead] = size == want ? self.strides[d] : 0;
+  }
+  return make_view(self, target, strides, self.storage_offset);
+}
+
+// out = beta * bias + alpha * a @ b (out, a, b all 2-D or all 3-D). bias is
+// already out's shape and is read only when beta != 0; without a bias the
+// product simply overwrites out.
+void run(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta,
+         const Tensor* bias) {
+  check_no_internal_overlap(out);
+  if (out.numel() == 0) return;
+  Device& device = out.device();
+  const bool read_bias = bias != nullptr && beta != 0.0;
+  const bool bias_in_place = read_bias && same_view(*bias, out);
+  // GemmArgs promises out does not overlap its inputs; when it would, work in
+  // a fresh buffer and copy the result in afterwards.
+  const bool via_temp = may_overlap(out, a) || may_overlap(out, b) ||
+                        (read_bias && !bias_in_place && may_overlap(out, *bias));
+  Tensor target = via_temp ? make_empty(device, out.dtype, out.sizes) : out;
+  if (read_bias && !(bias_in_place && !via_temp)) device.copy(target, *bias);
+
+  GemmArgs args;
+  args.out = as_batch(target);
+  args.a = as_batch(a);
+  args.b = as_batch(b);
+  args.alpha = alpha;
+  args.beta = read_bias ? beta : 0.0;
+  device.gemm(args);
+  if (via_temp) device.copy(out, target);
+}
+
+}  // namespace
+
+void mm_out(const Tensor& out, const Tensor& self, const Tensor& mat2) {
+  check_operands({"out", out}, {{"self", self}, {"mat2", mat2}});
+  check_rank({"self", self}, 2);
+  check_rank({"mat2", mat2}, 2);
+  check_rank({"out", out}, 2);
+  AOTISHIM_CHECK(self.sizes[1] == mat2.sizes[0], "self ", shape(self.sizes), " and mat2 ",
+                 shape(mat2.sizes), " cannot be multiplied (inner dimensions ", self.sizes[1],
+                 " and ", mat2.sizes[0], " differ)");
+  check_out_shape(out, {self.sizes[0], mat2.sizes[1]});
+  run(out, self, mat2, 1.0, 0.0, nullptr);
+}
+
+void addmm_out(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2,
+               double beta, double alpha) {
+  check_operands({"out", out}, {{"self", self}, {"mat1", mat1}, {"mat2", mat2}});
+  check_rank({"mat1", mat1}, 2);
+  check_rank({"mat2", mat2}, 2);
+  check_rank({"out", out}, 2);
+  AOTISHIM_CHECK(mat1.sizes[1] == mat2.sizes[0], "mat1 ", shape(mat1.sizes), " and mat2 ",
+                 shape(mat2.sizes), " cannot be multiplied (inner dimensions ", mat1.sizes[1],
+                 " and ", mat2.sizes[0], " differ)");
+  const int64_t M = mat1.sizes[0], N = mat2.sizes[1];
+  check_out_shape(out, {M, N});
+  const Tensor bias = expand_bias(self, M, N);  // validated even when beta == 0
+  run(out, mat1, mat2, alpha, beta, &bias);
+}
+
+void bmm_out(const Tensor& out, const Tensor& self, const Tensor& mat2) {
+  check_operands({"out", out}, {{"self", self}, {"mat2", mat2}});
+  check_rank({"self", self}, 3);
+  check_rank({"mat2", mat2}, 3);
+  check_rank({"out", out}, 3);
+  AOTISHIM_CHECK(self.sizes[0] == mat2.sizes[0], "batch sizes differ: self has ",
+                 self.sizes[0], " matrices, mat2 has ", mat2.sizes[0]);
+  AOTISHIM_CHECK(self.sizes[2] == mat2.sizes[1], "self ", shape(self.sizes), " and mat2 ",
+                 shape(mat2.sizes), " cannot be multiplied (inner dimensions ", self.sizes[2],
+                 " and ", mat2.sizes[1], " differ)");
+  check_out_shape(out, {self.sizes[0], self.sizes[1], mat2.sizes[2]});
+  run(out, self, mat2, 1.0, 0.0, nullptr);
+}
+
+}  // namespace aotishim
