@@ -59,8 +59,16 @@ def test_grad_mode_round_trip():
         _core.grad_mode_set_enabled(True)
 
 
-def test_warn_is_logged(capfd):
-    from aotishim import _core
+def test_warn_is_logged_at_the_default_level(tmp_path):
+    import os
+    import subprocess
+    import sys
 
-    _core.warn("careful: something odd")
-    assert "careful: something odd" in capfd.readouterr().err
+    # A fresh process: the level is read once, from AOTISHIM_LOG.
+    code = "from aotishim import _core; _core.warn('careful: something odd')"
+    env = {k: v for k, v in os.environ.items() if k != "AOTISHIM_LOG"}
+    shown = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert "careful: something odd" in shown.stderr
+    env["AOTISHIM_LOG"] = "off"
+    hidden = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert hidden.returncode == 0 and "careful" not in hidden.stderr

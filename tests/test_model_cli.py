@@ -10,12 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+import aotishim
+
+# The subprocess imports the same aotishim as this test (installed or in-tree).
+PACKAGE_PARENT = Path(aotishim.__file__).resolve().parents[1]
 
 
 def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "python"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_PARENT), env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-m", "aotishim", *args], capture_output=True,
                           text=True, env=env, timeout=timeout)
 

@@ -47,11 +47,12 @@ def build_library(tmp_path: Path, name: str, source: str) -> Path:
     return so
 
 
-def fake_model(tmp_path: Path, name: str, shims: list[str]) -> Path:
+def fake_model(tmp_path: Path, name: str, shims: list[str], body: str | None = None) -> Path:
+    """A fake model importing `shims`; its container creation runs `body`
+    (default: calls each shim) and then fails with its own message."""
     imports = "".join(f"extern int {s}(void);\n" for s in shims)
-    use = " + ".join(f"{s}()" for s in shims) or "0"
-    return build_library(tmp_path, name, FAKE_MODEL.replace("IMPORTS", imports)
-                         .replace("USE", f"(void)({use})"))
+    use = body if body is not None else "(void)(" + (" + ".join(f"{s}()" for s in shims) or "0") + ")"
+    return build_library(tmp_path, name, FAKE_MODEL.replace("IMPORTS", imports).replace("USE", use))
 
 
 def state() -> tuple[int, set[int]]:
@@ -212,4 +213,37 @@ def test_container_failure_carries_the_models_message(tmp_path, compiled, unchan
     with pytest.raises(aotishim.ModelError,
                        match="creating the model container.*the fake container refuses to be created"):
         aotishim.load(so)
+    still_works(compiled)
+
+
+def test_shims_already_global_from_another_library_are_refused(compiled):
+    """With libtorch loaded RTLD_GLOBAL first, a model would bind to libtorch's
+    shims and hand our runtime foreign tensors; the load refuses instead."""
+    import os
+    import sys
+
+    c = compiled("mlp")
+    code = ("import torch, aotishim\n"
+            f"try:\n    aotishim.load({str(c.so)!r})\n"
+            "except aotishim.ModelError as e:\n    print('REFUSED', e)\n")
+    env = dict(os.environ, TORCH_USE_RTLD_GLOBAL="1",
+               PYTHONPATH=str(Path(aotishim.__file__).resolve().parents[1]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "REFUSED" in r.stdout and "libtorch" in r.stdout and "aoti_torch_empty_strided" in r.stdout
+
+
+@needs_cc
+def test_container_failure_also_carries_aotishims_message(tmp_path, compiled, unchanged):
+    # The fake container deletes a handle that was never made: the shim fails
+    # with its own reason, which the load error must include.
+    so = fake_model(tmp_path, "stale", [], body=(
+        "extern int32_t aoti_torch_delete_tensor_object(void*);"
+        " (void)aoti_torch_delete_tensor_object((void*)0x10)"))
+    with pytest.raises(aotishim.ModelError) as info:
+        aotishim.load(so)
+    message = str(info.value)
+    assert "the fake container refuses to be created" in message
+    assert "aotishim:" in message and "aoti_torch_delete_tensor_object" in message
     still_works(compiled)

@@ -138,6 +138,9 @@ def test_non_contiguous_inputs(compiled):
     strided[...] = x
     reversed_rows = x[::-1].copy()[::-1]  # negative strides
     with aotishim.load(c.so) as m:
+        broadcast = np.broadcast_to(x[:1], x.shape)  # stride 0
+        c_b = m(np.ascontiguousarray(broadcast))
+        np.testing.assert_array_equal(m(broadcast)[0], c_b[0])
         for arr in (transposed, strided, reversed_rows):
             assert not arr.flags.c_contiguous
             np.testing.assert_array_equal(arr, x)
@@ -209,5 +212,86 @@ def test_pt2_package_loads(compiled, tmp_path):
         z.write(blob, "residual/data/aotinductor/model/abc.wrapper_weights.blob")
     with aotishim.load(package) as m:
         assert m.input_specs is None  # a package carries no spec file
+        assert m.weights_path == f"{package}!residual/data/aotinductor/model/abc.wrapper_weights.blob"
         run_and_check(m, c)
     assert m.leaks == []
+
+
+@pytest.mark.parametrize("name", ["linear_chunk_last_dim", "repeated_output", "constant_output",
+                                  "alias_input"])
+def test_run_on_tensor_handles(compiled, name):
+    """The handle API: inputs consumed, each output a distinct caller-owned
+    handle that outlives the model (borrowed outputs are copied)."""
+    from aotishim import shim
+
+    c = compiled(name)
+    base_live = live()
+    m = aotishim.load(c.so)
+    inputs = [shim.from_numpy(x, copy=True) for x in c.inputs]
+    outputs = m.run_tensors(*inputs)
+    assert not any(t.is_live for t in inputs)
+    assert len({t.handle for t in outputs}) == len(outputs)
+    assert m.close() == []
+    c.check(tuple(t.numpy() for t in outputs))  # still valid after close
+    for t in outputs:
+        shim.delete(t)
+    assert live() == base_live
+
+
+def test_run_on_tensor_handles_consumes_inputs_on_failure(compiled):
+    from aotishim import shim
+
+    c = compiled("mlp")
+    base_live = live()
+    with aotishim.load(c.so) as m:
+        bad = shim.from_numpy(np.zeros((5, 9), np.float32), copy=True)
+        with pytest.raises(aotishim.ModelError, match="input"):
+            m.run_tensors(bad)
+        assert not bad.is_live
+        extra = [shim.from_numpy(x, copy=True) for x in c.inputs * 2]
+        with pytest.raises(aotishim.ModelError, match=r"takes 1 input\(s\), got 2"):
+            m.run_tensors(*extra)
+        assert not any(t.is_live for t in extra)
+    assert live() == base_live
+
+
+def test_leftovers_in_a_models_scope_are_reported_as_leaks(compiled):
+    """Whatever is still in a model's scope after its container is deleted is
+    freed and reported; another model's tensors are not touched."""
+    from aotishim import _core, shim
+
+    c = compiled("mlp")
+    other = aotishim.load(c.so)
+    m = aotishim.load(c.so)
+    stray = _core.in_scope(m.scope, lambda: shim.empty_strided([4, 4], dtype="float32"))
+    assert m.memory_stats["tensors"] == len(m.constant_names) + 1
+    with pytest.warns(aotishim.LeakWarning, match="1 tensor"):
+        leaks = m.close()
+    assert len(leaks) == 1 and m.leaks == leaks
+    assert not stray.is_live
+    run_and_check(other, c)
+    assert other.close() == []
+
+
+def test_model_file_replaced_in_place_loads_the_new_model(compiled, tmp_path):
+    """Compiling again into the same path must not hand back the old library
+    (the loader caches libraries by path, and model libraries stay loaded)."""
+    import shutil
+
+    first, second = compiled("mlp"), compiled("softmax_head")
+    target = tmp_path / "model.so"
+
+    def install(c) -> None:
+        for suffix in (".weights.blob", ".spec.json", ".so"):
+            staged = tmp_path / f"staged{suffix}"
+            shutil.copy(c.so.with_name(c.so.stem + suffix), staged)
+            staged.replace(tmp_path / f"model{suffix}")  # atomically, like export.compile
+
+    install(first)
+    old = aotishim.load(target)
+    run_and_check(old, first)
+    install(second)
+    with aotishim.load(target) as new:
+        run_and_check(new, second)
+        run_and_check(old, first)  # the old one still runs its own code
+    assert old.close() == []

@@ -138,3 +138,10 @@ def test_read_only_array_cannot_be_borrowed():
 def test_unsupported_numpy_dtype():
     with pytest.raises(ValueError, match="unsupported dtype"):
         shim.from_numpy(np.zeros(3, np.complex64))
+
+
+def test_zero_dim_view():
+    base = shim.from_numpy(np.arange(6, dtype=np.float32))
+    scalar = shim.reinterpret_tensor(base, [], [], 4)
+    assert shim.get(scalar, "dim") == 0
+    assert float(shim.to_numpy(scalar)) == 4.0

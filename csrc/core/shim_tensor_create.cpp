@@ -88,9 +88,9 @@ AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndi
   return guard(__func__, [&] {
     require_out(ret, "ret_new_tensor");
     auto base = lookup(self, "self");
+    AOTISHIM_CHECK(strides_ptr != nullptr || ndim == 0, "strides pointer is null");
     std::vector<int64_t> sizes, strides;
     read_shape(ndim, sizes_ptr, strides_ptr, sizes, strides);
-    AOTISHIM_CHECK(strides_ptr != nullptr, "strides pointer is null");
     *ret = register_tensor(make_view(*base, std::move(sizes), std::move(strides), storage_offset));
   });
 }

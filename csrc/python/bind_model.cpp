@@ -79,6 +79,22 @@ void bind_model(py::module_& m) {
           },
           py::arg("inputs"),
           "Runs on (array, dtype code) pairs; returns (bytes, sizes, dtype code) or None per output.")
+      .def(
+          "run_handles",
+          [](Model& self, const std::vector<uintptr_t>& inputs) {
+            std::vector<AtenTensorHandle> handles;
+            for (uintptr_t h : inputs) handles.push_back(reinterpret_cast<AtenTensorHandle>(h));
+            std::vector<AtenTensorHandle> outputs;
+            {
+              py::gil_scoped_release release;
+              outputs = self.run(handles);
+            }
+            std::vector<uintptr_t> result;
+            for (AtenTensorHandle h : outputs) result.push_back(reinterpret_cast<uintptr_t>(h));
+            return result;
+          },
+          py::arg("inputs"),
+          "Runs on tensor handles (consumed); returns one caller-owned handle per output.")
       .def("close",
            [](Model& self) {
              py::gil_scoped_release release;

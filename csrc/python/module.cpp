@@ -7,5 +7,6 @@ PYBIND11_MODULE(_core, m) {
   aotishim::python::bind_errors(m);
   aotishim::python::bind_shim(m);
   aotishim::python::bind_stats(m);
+  aotishim::python::bind_sim(m);
   aotishim::python::bind_model(m);
 }

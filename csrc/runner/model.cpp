@@ -155,6 +155,11 @@ void Model::Impl::feed_weights(const std::string& requested) {
                 std::to_string(weights.size()) + " bytes but the model expects " +
                 std::to_string(blob_size));
   }
+  if (external && weights.size() > blob_size) {
+    log(LogLevel::Warn, "weights file '" + chosen + "' holds " + std::to_string(weights.size()) +
+                            " bytes, more than the " + std::to_string(blob_size) +
+                            " the model expects; is it another model's?");
+  }
   ScopeGuard guard(scope);
   clear_last_error();
   api.check(api.update_constants_from_blob(container, weights.data()),

@@ -29,6 +29,7 @@ import numpy as np
 
 from . import _core
 from ._dtypes import dtype_code, dtype_name, numpy_dtype
+from . import shim
 from .shim import ShimError
 
 __all__ = ["Model", "ModelError", "ModelInputError", "LeakWarning", "TensorSpec", "load",
@@ -103,6 +104,7 @@ class Model:
         self._input_specs = input_specs
         self._output_specs = output_specs
         self._leaks: list[str] = []
+        self._weights_label: str | None = None  # set for models loaded from packages
         if input_specs is not None and len(input_specs) != len(core.input_names):
             n = len(core.input_names)
             core.close()
@@ -135,6 +137,19 @@ class Model:
         return tuple(None if r is None else _to_numpy(*r) for r in raw)
 
     __call__ = run
+
+    def run_tensors(self, *tensors: "shim.Tensor") -> tuple["shim.Tensor", ...]:
+        """Run on shim tensors (:mod:`aotishim.shim`), which the model consumes.
+
+        Returns one tensor per output, owned by the caller (its current scope)
+        and valid after the model is closed; delete them with ``shim.delete``.
+        """
+        core = self._open_core()
+        try:
+            handles = core.run_handles([t.handle for t in tensors])
+        except ShimError as e:
+            raise ModelError(str(e)) from None
+        return tuple(shim.Tensor(h) if h else None for h in handles)
 
     def _prepare(self, index: int, value: Any) -> tuple[np.ndarray, int]:
         array = np.asarray(value)
@@ -217,7 +232,10 @@ class Model:
 
     @property
     def weights_path(self) -> str:
-        """The weights blob that was loaded ("" when the model has none)."""
+        """The weights blob that was loaded ("" when the model has none); for a
+        package, ``package.pt2!member``."""
+        if self._weights_label is not None and self._core.weights_path:
+            return self._weights_label
         return self._core.weights_path
 
     @property
@@ -364,4 +382,7 @@ def _load_package(package: Path, weights: str | Path | None, device: str) -> Mod
                 shutil.copyfileobj(src, dst)
         # Once loaded, the library is mapped and the weights copied into the
         # model, so the extracted files can go with the temporary directory.
-        return _load_library(so, package, weights, device)
+        model = _load_library(so, package, weights, device)
+        if weights is None and blob_member is not None:
+            model._weights_label = f"{package}!{blob_member}"
+        return model

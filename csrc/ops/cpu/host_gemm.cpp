@@ -1,7 +1,8 @@
 // GEMM on host memory through BLAS. A view that BLAS can describe (a unit
 // stride in one matrix dimension and a leading dimension that fits) is handed
-// over where it lies, so views at offsets and with padded rows cost nothing
-// extra; only views BLAS cannot describe are packed into a temporary.
+// over where it lies, so float32/float64 views at offsets and with padded rows
+// cost nothing extra; only views BLAS cannot describe are packed into a
+// temporary. bfloat16 has no BLAS GEMM here and is widened to float32.
 #include "ops/cpu/host_gemm.h"
 
 #include <algorithm>

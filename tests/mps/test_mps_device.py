@@ -1,0 +1,713 @@
+"""The mps device on real Metal: the scenarios the sim tests check, through
+the same aoti_torch_* / aoti_torch_mps_* C shims that generated code calls.
+
+Skipped unless this build has the mps device and the machine has a Metal
+GPU (the macOS workflow runs it on Apple silicon). With AOTISHIM_REQUIRE_MPS=1
+(set by that workflow) a missing mps device is an error instead of a skip.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pathlib
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import aotishim
+from aotishim import shim
+
+REQUIRED = os.environ.get("AOTISHIM_REQUIRE_MPS") == "1"
+if REQUIRED and "mps" not in aotishim.devices():
+    raise RuntimeError(f"AOTISHIM_REQUIRE_MPS=1 but aotishim.devices() is {aotishim.devices()}")
+pytestmark = pytest.mark.skipif("mps" not in aotishim.devices(),
+                                reason="no mps device (needs an Apple-platform build and a Metal GPU)")
+
+NP_DTYPES = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+GEMM_PATHS = ["mps", "kernel"]  # MPSMatrixMultiplication where it fits / our strided kernel
+
+# ---- the C shims, called through ctypes ----
+
+VP = ctypes.c_void_p
+CALLBACK = ctypes.CFUNCTYPE(None, VP, VP)
+
+
+def _library() -> ctypes.CDLL:
+    here = pathlib.Path(aotishim.__file__).resolve().parent
+    for name in ("libaotishim.dylib", "libaotishim.so"):
+        if (here / name).exists():
+            return ctypes.CDLL(str(here / name), mode=ctypes.RTLD_GLOBAL)
+    raise FileNotFoundError(f"libaotishim not found in {here}")
+
+
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    u64p = ctypes.POINTER(ctypes.c_uint64)
+    sigs = {
+        "create_shader_library": [ctypes.c_char_p, ctypes.POINTER(VP)],
+        "delete_shader_library": [VP],
+        "get_kernel_function": [VP, ctypes.c_char_p, ctypes.POINTER(VP)],
+        "start_encoding": [VP],
+        "set_arg_tensor": [VP, ctypes.c_uint, VP],
+        "set_arg_int": [VP, ctypes.c_uint, ctypes.c_int64],
+        "dispatch_single": [VP, ctypes.c_uint64],
+        "dispatch_single_with_group_size": [VP, ctypes.c_uint64, ctypes.c_uint64],
+        "dispatch_array": [VP, u64p, ctypes.c_size_t],
+        "dispatch_array_with_group_size": [VP, u64p, ctypes.c_size_t, u64p, ctypes.c_size_t],
+        "run_command_block": [VP, CALLBACK, VP],
+        "malloc": [ctypes.POINTER(VP), ctypes.c_size_t],
+        "free": [VP],
+        "memcpy": [VP, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, VP],
+        "copy_buffer": [VP, VP, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t],
+        "mm_out": [VP, VP, VP],
+        "addmm_out": [VP, VP, VP, VP, ctypes.c_double, ctypes.c_double],
+        "bmm_out": [VP, VP, VP],
+    }
+    for name, args in sigs.items():
+        fn = getattr(lib, "aoti_torch_mps_" + name)
+        fn.argtypes = args
+        fn.restype = ctypes.c_int32
+    return lib
+
+
+C = _declare(_library()) if "mps" in aotishim.devices() else None
+
+
+def ok(rc: int) -> None:
+    assert rc == 0, shim.last_error()
+
+
+def h(t: shim.Tensor) -> VP:
+    return VP(t.handle)
+
+
+def mm(out, a, b) -> None:
+    ok(C.aoti_torch_mps_mm_out(h(out), h(a), h(b)))
+
+
+def addmm(out, bias, a, b, beta=1.0, alpha=1.0) -> None:
+    ok(C.aoti_torch_mps_addmm_out(h(out), h(bias), h(a), h(b), beta, alpha))
+
+
+def bmm(out, a, b) -> None:
+    ok(C.aoti_torch_mps_bmm_out(h(out), h(a), h(b)))
+
+
+# ---- helpers ----
+
+@pytest.fixture(autouse=True)
+def _mps_clean(monkeypatch):
+    """Each test leaves the queue drained and its tensors released."""
+    monkeypatch.delenv("AOTISHIM_MPS_GEMM", raising=False)
+    yield
+    try:
+        aotishim.synchronize("mps")
+    finally:
+        shim.cleanup_memory()
+
+
+@pytest.fixture(params=GEMM_PATHS)
+def gemm_path(request, monkeypatch):
+    if request.param == "kernel":
+        monkeypatch.setenv("AOTISHIM_MPS_GEMM", "kernel")
+    return request.param
+
+
+def counters() -> dict:
+    for d in aotishim.memory_stats()["devices"]:
+        if d["device"] == "mps:0":
+            return {"synchronizes": d["synchronizes"], "commands": d["commands"]}
+    return {"synchronizes": 0, "commands": 0}
+
+
+def delta(before: dict) -> dict:
+    after = counters()
+    return {k: after[k] - before[k] for k in before}
+
+
+def to_mps(a: np.ndarray) -> shim.Tensor:
+    return shim.from_numpy(np.ascontiguousarray(a), copy=True, device="mps")
+
+
+def produced_on_device(arr: np.ndarray) -> shim.Tensor:
+    """An mps tensor holding arr whose bytes are written by a GPU command
+    still pending (as an earlier kernel's output would be)."""
+    staging = to_mps(arr)
+    t = shim.empty_strided(list(arr.shape), None, dtype=str(arr.dtype), device="mps")
+    shim.copy_(t, staging)
+    return t
+
+
+def rand(shape, dtype: str, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(NP_DTYPES[dtype])
+
+
+def f64(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a).astype(np.float64)
+
+
+def tol(dtype: str) -> float:
+    return 1e-4 if dtype == "float32" else 3e-2
+
+
+# ---- host reads of views at offsets right after device writes ----
+
+def test_read_of_a_packed_view_at_an_offset_waits_exactly_once():
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    buf = produced_on_device(x)
+    view = shim.reinterpret_tensor(buf, [2, 8], [8, 1], 16)
+    before = counters()
+    np.testing.assert_array_equal(shim.to_numpy(view), x[2:])
+    assert delta(before)["synchronizes"] == 1
+    # Nothing pending any more: reading again does not wait.
+    before = counters()
+    np.testing.assert_array_equal(shim.to_numpy(view), x[2:])
+    assert delta(before) == {"synchronizes": 0, "commands": 0}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_read_of_a_strided_view_at_an_offset_sees_the_writes(dtype):
+    x = rand((12, 16), dtype, 1)
+    buf = produced_on_device(x)
+    view = shim.reinterpret_tensor(buf, [12, 8], [16, 1], 8)
+    np.testing.assert_array_equal(f64(shim.to_numpy(view)), f64(x[:, 8:]))
+
+
+def test_host_write_waits_for_pending_readers():
+    """An upload into memory a pending command still reads waits for it."""
+    x = np.arange(64, dtype=np.float32)
+    src = produced_on_device(x)
+    dst = shim.empty_strided([64], None, dtype="float32", device="mps")
+    shim.copy_(dst, src)  # pending: reads src
+    shim.copy_(src, shim.from_numpy(np.zeros(64, np.float32), copy=False))  # host -> src
+    np.testing.assert_array_equal(shim.to_numpy(dst), x)
+    np.testing.assert_array_equal(shim.to_numpy(src), np.zeros(64, np.float32))
+
+
+@pytest.mark.parametrize("src_dtype,dst_dtype", [
+    ("float32", "bfloat16"), ("bfloat16", "float32"), ("float32", "float16"),
+    ("float16", "float32"), ("bfloat16", "float16"), ("int64", "float32"),
+    ("float32", "int32"), ("int32", "bool"), ("uint8", "int64")])
+def test_strided_copy_converts_dtypes(src_dtype, dst_dtype):
+    rng = np.random.default_rng(3)
+    ref = (rng.standard_normal((6, 10)) * 50).astype(np.float32)
+    if src_dtype == "uint8":
+        ref = np.abs(ref)
+    x = ref.astype(np.dtype(ml_dtypes.bfloat16) if src_dtype == "bfloat16" else src_dtype)
+    src = produced_on_device(np.ascontiguousarray(x))
+    view = shim.reinterpret_tensor(src, [5, 4], [10, 2], 11)  # strided, at an offset
+    dst_np = np.dtype(ml_dtypes.bfloat16) if dst_dtype == "bfloat16" else np.dtype(dst_dtype)
+    dst = shim.empty_strided([5, 4], [1, 5], dtype=dst_dtype, device="mps")  # column-major
+    shim.copy_(dst, view)
+    expected = np.lib.stride_tricks.as_strided(
+        x.reshape(-1)[11:], (5, 4), (10 * x.itemsize, 2 * x.itemsize)).astype(dst_np)
+    got = shim.to_numpy(dst)
+    if dst_dtype in ("float32", "float16", "bfloat16"):
+        np.testing.assert_allclose(f64(got), f64(expected), rtol=1e-2, atol=1e-2)
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_float64_conversion_is_refused_with_a_message():
+    src = to_mps(np.ones(4, np.float64))
+    dst = shim.empty_strided([4], None, dtype="float32", device="mps")
+    with pytest.raises(shim.ShimError, match="float64"):
+        shim.copy_(dst, src)
+
+
+# ---- the chunk-view call sequences (AOTInductor's LinearChunk* models) ----
+
+@dataclass(frozen=True)
+class ChunkCase:
+    """fc2(chunk(fc1(x), 2, dim)[1]) with fc1 = Linear(7, 16) on x of (12, 7):
+    the second chunk is reinterpret_tensor(buf0, sizes, strides, offset)."""
+    name: str
+    sizes: tuple
+    strides: tuple
+    offset: int
+
+
+CASES = [ChunkCase("LinearChunkLastDim", (12, 8), (16, 1), 8),
+         ChunkCase("LinearChunkFirstDim", (6, 16), (16, 1), 96)]
+OUT2 = 5
+
+
+class Model:
+    def __init__(self, case: ChunkCase, dtype: str):
+        self.case, self.dtype = case, dtype
+        self.x = rand((12, 7), dtype, 10)
+        self.w1 = rand((16, 7), dtype, 11)
+        self.b1 = rand((16,), dtype, 12)
+        self.w2 = rand((OUT2, case.sizes[1]), dtype, 13)
+        self.b2 = rand((OUT2,), dtype, 14)
+        buf0 = (f64(self.x) @ f64(self.w1).T + f64(self.b1)).astype(NP_DTYPES[dtype])
+        flat = f64(buf0).reshape(-1)
+        self.chunk = np.lib.stride_tricks.as_strided(
+            flat[case.offset:], case.sizes, tuple(s * 8 for s in case.strides)).copy()
+        self.expected = self.chunk @ f64(self.w2).T + f64(self.b2)
+
+    def first_linear(self):
+        X, W1, B1 = to_mps(self.x), to_mps(self.w1), to_mps(self.b1)
+        buf0 = shim.empty_strided([12, 16], [16, 1], dtype=self.dtype, device="mps")
+        addmm(buf0, B1, X, shim.reinterpret_tensor(W1, [7, 16], [1, 7], 0))
+        return buf0
+
+    def second_linear(self, chunk):
+        W2, B2 = to_mps(self.w2), to_mps(self.b2)
+        rows, inner = self.case.sizes
+        buf1 = shim.empty_strided([rows, OUT2], [OUT2, 1], dtype=self.dtype, device="mps")
+        addmm(buf1, B2, chunk, shim.reinterpret_tensor(W2, [inner, OUT2], [1, inner], 0))
+        return buf1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_chunk_view_reads_finished_data(case, dtype, gemm_path):
+    model = Model(case, dtype)
+    buf0 = model.first_linear()
+    chunk = shim.reinterpret_tensor(buf0, list(case.sizes), list(case.strides), case.offset)
+    assert chunk.data_ptr == buf0.data_ptr + case.offset * NP_DTYPES[dtype].itemsize
+    buf1 = model.second_linear(chunk)
+    # Read right after the writes were queued: the chunk itself (an interior
+    # address), then the consumer's result.
+    t = tol(dtype)
+    np.testing.assert_allclose(f64(shim.to_numpy(chunk)), model.chunk, rtol=t, atol=t)
+    np.testing.assert_allclose(f64(shim.to_numpy(buf1)), model.expected, rtol=t, atol=t)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_chunk_result_without_reading_the_chunk(case, gemm_path):
+    """Only the consumer's output is read: its wait covers the chunk's producer."""
+    model = Model(case, "float32")
+    buf0 = model.first_linear()
+    chunk = shim.reinterpret_tensor(buf0, list(case.sizes), list(case.strides), case.offset)
+    before = counters()
+    result = shim.to_numpy(model.second_linear(chunk))
+    assert delta(before)["synchronizes"] == 1
+    np.testing.assert_allclose(f64(result), model.expected, rtol=1e-4, atol=1e-4)
+
+
+# ---- mm / addmm / bmm against numpy ----
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("transpose_a,transpose_b", [(False, False), (True, False), (False, True)])
+def test_mm_matches_numpy(dtype, transpose_a, transpose_b, gemm_path):
+    M, K, N = 9, 13, 6
+    a = rand((K, M) if transpose_a else (M, K), dtype, 20)
+    b = rand((N, K) if transpose_b else (K, N), dtype, 21)
+    A, B = produced_on_device(a), produced_on_device(b)
+    av = shim.reinterpret_tensor(A, [M, K], [1, M], 0) if transpose_a else A
+    bv = shim.reinterpret_tensor(B, [K, N], [1, K], 0) if transpose_b else B
+    out = shim.from_numpy(np.full((M, N), np.nan, NP_DTYPES[dtype]), copy=True, device="mps")
+    mm(out, av, bv)  # beta = 0: the NaN in out must not leak into the result
+    ref = (f64(a).T if transpose_a else f64(a)) @ (f64(b).T if transpose_b else f64(b))
+    np.testing.assert_allclose(f64(shim.to_numpy(out)), ref, rtol=tol(dtype), atol=tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_mm_writes_through_a_view_of_a_cat_buffer(dtype, gemm_path):
+    """mm_out(reinterpret_tensor(buf2, {10, 3}, {8, 1}, 5), ...): only the
+    view's elements change."""
+    a, b = rand((10, 4), dtype, 30), rand((4, 3), dtype, 31)
+    fill = np.arange(88, dtype=np.float32).astype(NP_DTYPES[dtype])
+    buf2 = produced_on_device(fill)
+    out = shim.reinterpret_tensor(buf2, [10, 3], [8, 1], 5)
+    mm(out, produced_on_device(a), produced_on_device(b))
+    got = f64(shim.to_numpy(buf2))
+    expected = f64(fill).copy()
+    view = np.lib.stride_tricks.as_strided(expected[5:], (10, 3), (64, 8))
+    view[...] = f64(a) @ f64(b)
+    np.testing.assert_allclose(got, expected, rtol=tol(dtype), atol=tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("bias_shape", [(5,), (1, 5), (4, 1), (4, 5)])
+def test_addmm_matches_numpy(dtype, bias_shape, gemm_path):
+    a, b = rand((4, 7), dtype, 40), rand((7, 5), dtype, 41)
+    bias = rand(bias_shape, dtype, 42)
+    out = shim.empty_strided([4, 5], None, dtype=dtype, device="mps")
+    addmm(out, produced_on_device(bias), produced_on_device(a), produced_on_device(b),
+          beta=0.5, alpha=2.0)
+    ref = 0.5 * np.broadcast_to(f64(bias), (4, 5)) + 2.0 * (f64(a) @ f64(b))
+    np.testing.assert_allclose(f64(shim.to_numpy(out)), ref, rtol=tol(dtype), atol=tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_bmm_matches_numpy(dtype, transpose_b, gemm_path):
+    Bn, M, K, N = 3, 4, 6, 5
+    a = rand((Bn, M, K), dtype, 50)
+    b = rand((Bn, N, K) if transpose_b else (Bn, K, N), dtype, 51)
+    A, B = produced_on_device(a), produced_on_device(b)
+    bv = shim.reinterpret_tensor(B, [Bn, K, N], [N * K, 1, K], 0) if transpose_b else B
+    out = shim.empty_strided([Bn, M, N], None, dtype=dtype, device="mps")
+    bmm(out, A, bv)
+    ref = f64(a) @ (np.swapaxes(f64(b), 1, 2) if transpose_b else f64(b))
+    np.testing.assert_allclose(f64(shim.to_numpy(out)), ref, rtol=tol(dtype), atol=tol(dtype))
+
+
+def test_float64_matrix_product_is_refused_with_a_message():
+    a = to_mps(np.ones((2, 2), np.float64))
+    out = shim.empty_strided([2, 2], None, dtype="float64", device="mps")
+    assert C.aoti_torch_mps_mm_out(h(out), h(a), h(a)) != 0
+    assert "float64" in shim.last_error()
+
+
+def test_gemm_ops_refuse_tensors_on_other_devices():
+    a = shim.from_numpy(np.ones((2, 2), np.float32), copy=True)  # cpu
+    out = shim.empty_strided([2, 2], None, dtype="float32", device="mps")
+    assert C.aoti_torch_mps_mm_out(h(out), h(a), h(a)) != 0
+    assert "cpu" in shim.last_error()
+
+
+# ---- outputs: one handle in several slots ----
+
+def test_repeated_output_handle_is_deleted_once():
+    """A program returning (y, z, y): AOTInductor sets output_handles[2] =
+    output_handles[0]. Outputs are right, and each handle is deleted once."""
+    model = Model(CASES[1], "float32")
+    buf0 = model.first_linear()
+    z = model.second_linear(shim.reinterpret_tensor(buf0, [6, 16], [16, 1], 96))
+    slots = [buf0, z, buf0]
+    values = [shim.to_numpy(t) for t in slots]
+    np.testing.assert_allclose(f64(values[1]), model.expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(values[0], values[2])
+    released = aotishim.memory_stats()["released_handles"]
+    deleted = 0
+    for i, t in enumerate(slots):
+        if all(t.handle != later.handle for later in slots[i + 1:]):
+            shim.delete(t)
+            deleted += 1
+    assert deleted == 2
+    assert aotishim.memory_stats()["released_handles"] == released + 2
+    with pytest.raises(shim.ShimError):
+        shim.delete(slots[2])
+    assert aotishim.memory_stats()["released_handles"] == released + 2
+
+
+# ---- the kernel shims generated Metal code calls ----
+
+KERNEL_SOURCE = b"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void generated_kernel(device float* out_ptr0 [[buffer(0)]],
+                             device const float* in_ptr0 [[buffer(1)]],
+                             constant long& ks0 [[buffer(2)]],
+                             uint xindex [[thread_position_in_grid]]) {
+  out_ptr0[xindex] = in_ptr0[xindex] * 2.0f + float(ks0);
+}
+"""
+
+
+@pytest.fixture
+def kernel():
+    lib, fn = VP(), VP()
+    ok(C.aoti_torch_mps_create_shader_library(KERNEL_SOURCE, ctypes.byref(lib)))
+    ok(C.aoti_torch_mps_get_kernel_function(lib, b"generated_kernel", ctypes.byref(fn)))
+    yield fn
+    ok(C.aoti_torch_mps_delete_shader_library(lib))
+
+
+def run_block(fn, body) -> int:
+    """run_command_block with a Python callback (what shared_callback does
+    with the generated lambda)."""
+    @CALLBACK
+    def callback(handle, _user):
+        body(VP(handle))
+    return C.aoti_torch_mps_run_command_block(fn, callback, None)
+
+
+@pytest.mark.parametrize("dispatch", ["single", "single_group", "array", "array_group"])
+def test_generated_kernel_on_views_at_offsets(kernel, dispatch):
+    """The kernel reads a chunk at an offset of a buffer still being written
+    and writes a view in the middle of another; both read right after."""
+    n = 100
+    x = np.arange(2 * n, dtype=np.float32)
+    src = produced_on_device(x)
+    chunk = shim.reinterpret_tensor(src, [n], [1], n)
+    fill = np.full(3 * n, -1.0, np.float32)
+    dst = produced_on_device(fill)
+    out = shim.reinterpret_tensor(dst, [n], [1], n)
+
+    def body(fn):
+        ok(C.aoti_torch_mps_start_encoding(fn))
+        ok(C.aoti_torch_mps_set_arg_tensor(fn, 0, h(out)))
+        ok(C.aoti_torch_mps_set_arg_tensor(fn, 1, h(chunk)))
+        ok(C.aoti_torch_mps_set_arg_int(fn, 2, 7))
+        threads = (ctypes.c_uint64 * 1)(n)
+        group = (ctypes.c_uint64 * 1)(32)  # n is not a multiple of it
+        if dispatch == "single":
+            ok(C.aoti_torch_mps_dispatch_single(fn, n))
+        elif dispatch == "single_group":
+            ok(C.aoti_torch_mps_dispatch_single_with_group_size(fn, n, 32))
+        elif dispatch == "array":
+            ok(C.aoti_torch_mps_dispatch_array(fn, threads, 1))
+        else:
+            ok(C.aoti_torch_mps_dispatch_array_with_group_size(fn, threads, 1, group, 1))
+
+    ok(run_block(kernel, body))
+    before = counters()
+    np.testing.assert_array_equal(shim.to_numpy(out), x[n:] * 2 + 7)
+    assert delta(before)["synchronizes"] == 1
+    expected = fill.copy()
+    expected[n:2 * n] = x[n:] * 2 + 7
+    np.testing.assert_array_equal(shim.to_numpy(dst), expected)
+
+
+def test_kernel_shims_validate_handles(kernel):
+    t = shim.empty_strided([4], None, dtype="float32", device="mps")
+    stale = VP(0xDEAD0)
+    assert C.aoti_torch_mps_start_encoding(stale) != 0
+    assert "not live" in shim.last_error()
+    assert C.aoti_torch_mps_set_arg_tensor(kernel, 0, h(t)) != 0  # no start_encoding
+    assert "start_encoding" in shim.last_error()
+    ok(C.aoti_torch_mps_start_encoding(kernel))
+    assert C.aoti_torch_mps_set_arg_tensor(kernel, 40, h(t)) != 0
+    assert C.aoti_torch_mps_dispatch_single_with_group_size(kernel, 8, 1 << 20) != 0
+    assert "threadgroup" in shim.last_error()
+    bad_lib = VP()
+    assert C.aoti_torch_mps_create_shader_library(b"kernel void broken(", ctypes.byref(bad_lib)) != 0
+    assert "compil" in shim.last_error()
+    fn = VP()
+    assert C.aoti_torch_mps_get_kernel_function(VP(0xBEEF0), b"x", ctypes.byref(fn)) != 0
+
+
+def test_a_failure_inside_a_command_block_is_not_lost(kernel):
+    """Generated code ignores the codes of the shims inside its lambda; the
+    block fails, and so does the next synchronize."""
+    cpu = shim.from_numpy(np.ones(4, np.float32), copy=True)
+
+    def body(fn):
+        C.aoti_torch_mps_start_encoding(fn)
+        C.aoti_torch_mps_set_arg_tensor(fn, 0, h(cpu))  # wrong device; code ignored
+
+    assert run_block(kernel, body) != 0
+    assert "not mps" in shim.last_error()
+    with pytest.raises(shim.ShimError, match="not mps"):
+        aotishim.synchronize("mps")
+    aotishim.synchronize("mps")  # reported once
+
+
+def test_deleted_library_invalidates_its_functions():
+    lib, fn = VP(), VP()
+    ok(C.aoti_torch_mps_create_shader_library(KERNEL_SOURCE, ctypes.byref(lib)))
+    ok(C.aoti_torch_mps_get_kernel_function(lib, b"generated_kernel", ctypes.byref(fn)))
+    again = VP()
+    ok(C.aoti_torch_mps_get_kernel_function(lib, b"generated_kernel", ctypes.byref(again)))
+    assert again.value == fn.value
+    assert C.aoti_torch_mps_get_kernel_function(lib, b"missing", ctypes.byref(again)) != 0
+    ok(C.aoti_torch_mps_delete_shader_library(lib))
+    assert C.aoti_torch_mps_start_encoding(fn) != 0
+    assert C.aoti_torch_mps_delete_shader_library(lib) != 0
+
+
+# ---- raw memory: the constants blob path ----
+
+def test_malloc_memcpy_copy_buffer_and_free():
+    values = np.arange(48, dtype=np.float32)
+    blob = VP()
+    ok(C.aoti_torch_mps_malloc(ctypes.byref(blob), 256))
+    # Constants at byte 64 of the blob, read from byte 16 of the host data.
+    host = np.concatenate([np.zeros(4, np.float32), values])
+    ok(C.aoti_torch_mps_memcpy(blob, 64, 16, values.nbytes, VP(host.ctypes.data)))
+    # AOTInductor makes constant tensors at the blob's base with a storage offset.
+    const = shim.from_blob(blob.value, [6, 8], None, 16, dtype="float32", device="mps")
+    np.testing.assert_array_equal(shim.to_numpy(const), values.reshape(6, 8))
+
+    other = VP()
+    ok(C.aoti_torch_mps_malloc(ctypes.byref(other), 256))
+    ok(C.aoti_torch_mps_copy_buffer(blob, other, values.nbytes, 64, 32))  # on the queue
+    copied = shim.from_blob(other.value, [48], None, 8, dtype="float32", device="mps")
+    np.testing.assert_array_equal(shim.to_numpy(copied), values)
+    odd = VP()
+    ok(C.aoti_torch_mps_malloc(ctypes.byref(odd), 64))
+    ok(C.aoti_torch_mps_copy_buffer(blob, odd, 6, 65, 3))  # unaligned: the byte kernel
+    odd_bytes = shim.from_blob(odd.value, [6], None, 3, dtype="uint8", device="mps")
+    np.testing.assert_array_equal(shim.to_numpy(odd_bytes), host.view(np.uint8)[16 + 1:16 + 7])
+    ok(C.aoti_torch_mps_copy_buffer(VP(host.ctypes.data), other, 8, 0, 0))  # host -> mps
+    head = shim.from_blob(other.value, [2], None, 0, dtype="float32", device="mps")
+    np.testing.assert_array_equal(shim.to_numpy(head), host[:2])
+
+    for t in (const, copied, odd_bytes, head):
+        shim.delete(t)
+    assert C.aoti_torch_mps_free(VP(blob.value + 16)) != 0  # not a base
+    for p in (blob, other, odd):
+        ok(C.aoti_torch_mps_free(p))
+    assert C.aoti_torch_mps_free(blob) != 0  # freed already
+    assert "aoti_torch_mps_malloc" in shim.last_error()
+    assert C.aoti_torch_mps_memcpy(VP(host.ctypes.data), 0, 0, 4, VP(host.ctypes.data)) != 0
+
+
+# ---- real AOTInductor models compiled for mps ----
+
+def _torch():
+    torch = pytest.importorskip("torch")
+    if not torch.backends.mps.is_available():
+        if REQUIRED:
+            pytest.fail("AOTISHIM_REQUIRE_MPS=1 but torch cannot use mps on this machine")
+        pytest.skip("torch cannot use mps on this machine")
+    if not hasattr(aotishim, "load"):
+        pytest.skip("this aotishim has no model runner")
+    return torch
+
+
+def _modules(torch):
+    from torch import nn
+
+    class LinearChunk(nn.Module):
+        def __init__(self, dim: int):
+            super().__init__()
+            self.dim = dim
+            self.fc1 = nn.Linear(7, 16)
+            self.fc2 = nn.Linear(8 if dim == 1 else 16, 5)
+
+        def forward(self, x):
+            return self.fc2(torch.chunk(self.fc1(x), 2, dim=self.dim)[1])
+
+    class RepeatedOutput(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(7, 4)
+
+        def forward(self, x):
+            y = self.fc(x)
+            return y, torch.sin(x) + 1, y
+
+    return {"LinearChunkLastDim": lambda: LinearChunk(1),
+            "LinearChunkFirstDim": lambda: LinearChunk(0),
+            "RepeatedOutput": RepeatedOutput}
+
+
+def _numpy(t):
+    import torch
+    t = t.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("name", ["LinearChunkLastDim", "LinearChunkFirstDim", "RepeatedOutput"])
+def test_aoti_mps_model_matches_eager(tmp_path, name, dtype):
+    torch = _torch()
+    from aotishim import export
+
+    torch.manual_seed(0)
+    tdtype = getattr(torch, dtype)
+    module = _modules(torch)[name]().eval().to("mps", tdtype)
+    x = torch.randn(12, 7).to("mps", tdtype)
+    with torch.no_grad():
+        expected = module(x)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    ep = torch.export.export(module, (x,))
+    package = tmp_path / f"{name}.pt2"
+    torch._inductor.aoti_compile_and_package(
+        ep, package_path=str(package), inductor_configs=dict(export.INDUCTOR_CONFIGS))
+    t = tol(dtype)
+    for _ in range(2):  # load, run twice, destroy; then again
+        with aotishim.load(package, device="mps") as model:
+            for _ in range(2):
+                outputs = model(_numpy(x))
+                assert len(outputs) == len(expected)
+                for got, want in zip(outputs, expected):
+                    np.testing.assert_allclose(f64(got), f64(_numpy(want)), rtol=t, atol=t)
+        assert model.leaks == []
+
+
+# ---- random views: mm / bmm / copy against numpy ----
+
+RANDOM = settings(max_examples=60, deadline=None,
+                  suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def gather(base: np.ndarray, sizes, strides, offset: int) -> np.ndarray:
+    return np.lib.stride_tricks.as_strided(
+        base[offset:], tuple(sizes), tuple(s * base.itemsize for s in strides)).copy()
+
+
+def draw_input_view(data, sizes, dtype: str, seed: int):
+    """A view with arbitrary non-negative strides (broadcasts and overlaps
+    included) at an offset of a buffer whose write is still pending. Small
+    integers keep every product and sum exact in float32 and bfloat16."""
+    strides = [data.draw(st.integers(0, 7)) for _ in sizes]
+    offset = data.draw(st.integers(0, 9))
+    extent = 1 + sum((s - 1) * st_ for s, st_ in zip(sizes, strides))
+    length = offset + extent + data.draw(st.integers(0, 4))
+    base = np.random.default_rng(seed).integers(-3, 4, length).astype(NP_DTYPES[dtype])
+    view = shim.reinterpret_tensor(produced_on_device(base), list(sizes), strides, offset)
+    return view, f64(gather(base, sizes, strides, offset))
+
+
+def draw_output_view(data, sizes, dtype: str):
+    """A view that never overlaps itself (dims in a random order, padded) at
+    an offset into a larger buffer of known contents."""
+    perm = data.draw(st.permutations(range(len(sizes))))
+    strides = [0] * len(sizes)
+    step = 1
+    for d in reversed(perm):
+        strides[d] = step
+        step = step * sizes[d] + data.draw(st.integers(0, 2))
+    offset = data.draw(st.integers(0, 6))
+    extent = 1 + sum((s - 1) * st_ for s, st_ in zip(sizes, strides))
+    init = np.full(offset + extent + 3, 77, dtype=NP_DTYPES[dtype])
+    buf = produced_on_device(init)
+    return buf, init, shim.reinterpret_tensor(buf, list(sizes), strides, offset), strides, offset
+
+
+def expect_buffer(buf, init, strides, offset, sizes, values, dtype: str) -> None:
+    want = f64(init)
+    np.lib.stride_tricks.as_strided(
+        want[offset:], tuple(sizes), tuple(s * 8 for s in strides))[...] = values
+    np.testing.assert_array_equal(f64(shim.to_numpy(buf)), f64(want.astype(NP_DTYPES[dtype])))
+
+
+def with_gemm_path(path: str, body) -> None:
+    saved = os.environ.pop("AOTISHIM_MPS_GEMM", None)
+    if path == "kernel":
+        os.environ["AOTISHIM_MPS_GEMM"] = "kernel"
+    try:
+        body()
+    finally:
+        os.environ.pop("AOTISHIM_MPS_GEMM", None)
+        if saved is not None:
+            os.environ["AOTISHIM_MPS_GEMM"] = saved
+        shim.cleanup_memory()
+
+
+@RANDOM
+@given(data=st.data())
+def test_mm_and_bmm_random_views(data):
+    path = data.draw(st.sampled_from(GEMM_PATHS))
+    dtype = data.draw(st.sampled_from(["float32", "bfloat16"]))
+    batch = data.draw(st.sampled_from([None, 1, 3]))
+    m, k, n = (data.draw(st.integers(1, 5)) for _ in range(3))
+    lead = () if batch is None else (batch,)
+
+    def body():
+        a, ra = draw_input_view(data, lead + (m, k), dtype, 1)
+        b, rb = draw_input_view(data, lead + (k, n), dtype, 2)
+        buf, init, out, strides, offset = draw_output_view(data, lead + (m, n), dtype)
+        (mm if batch is None else bmm)(out, a, b)
+        expect_buffer(buf, init, strides, offset, lead + (m, n), ra @ rb, dtype)
+
+    with_gemm_path(path, body)
+
+
+@RANDOM
+@given(data=st.data())
+def test_copy_random_views(data):
+    src_dtype = data.draw(st.sampled_from(["float32", "bfloat16"]))
+    dst_dtype = data.draw(st.sampled_from(["float32", "bfloat16"]))
+    sizes = tuple(data.draw(st.lists(st.integers(1, 4), min_size=0, max_size=4)))
+
+    def body():
+        src, values = draw_input_view(data, sizes, src_dtype, 3)
+        buf, init, dst, strides, offset = draw_output_view(data, sizes, dst_dtype)
+        shim.copy_(dst, src)
+        expect_buffer(buf, init, strides, offset, sizes, values, dst_dtype)
+
+    with_gemm_path("mps", body)
