@@ -1,5 +1,6 @@
 // The one small interface every backend implements: memory, work on the
 // device's stream, and synchronization. Backends live in their own folders.
+// AOTISHIM_API marks what backend plugins (libaotishim_cuda) link against.
 #pragma once
 
 #include <cstddef>
