@@ -25,7 +25,7 @@ import torch
 
 from .model import SPEC_FORMAT, package_members
 
-__all__ = ["INDUCTOR_CONFIGS", "compile", "compile_cached"]
+__all__ = ["INDUCTOR_CONFIGS", "compile", "compile_cached", "inductor_configs"]
 
 # What makes a model loadable without libtorch, with its weights outside the code.
 INDUCTOR_CONFIGS: dict[str, Any] = {
@@ -33,6 +33,18 @@ INDUCTOR_CONFIGS: dict[str, Any] = {
     "aot_inductor.package_constants_in_so": False,
     "aot_inductor.package_constants_on_disk_format": "binary_blob",
 }
+
+def inductor_configs(device: str = "cpu") -> dict[str, Any]:
+    """:data:`INDUCTOR_CONFIGS` for ``device``. GPU kernels are separate files
+    in the ``.pt2``, which is not kept, and the code would load them from
+    Inductor's cache by absolute path: embed them in the ``.so`` instead, so the
+    model file stands alone (where this torch can)."""
+    configs = dict(INDUCTOR_CONFIGS)
+    if device.split(":")[0] != "cpu" and hasattr(torch._inductor.config.aot_inductor,
+                                                  "embed_kernel_binary"):
+        configs["aot_inductor.embed_kernel_binary"] = True
+    return configs
+
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
@@ -103,7 +115,7 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=out) as tmp:
         package = Path(tmp) / f"{name}.pt2"
         torch._inductor.aoti_compile_and_package(
-            ep, package_path=str(package), inductor_configs=dict(INDUCTOR_CONFIGS))
+            ep, package_path=str(package), inductor_configs=inductor_configs(device))
         staged = Path(tmp) / "staged"
         staged.mkdir()
         with zipfile.ZipFile(package) as archive:
@@ -129,7 +141,7 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
 
 def _fingerprint(module: torch.nn.Module, args: tuple, name: str, device: str) -> str:
     h = hashlib.sha256()
-    h.update(f"{torch.__version__}|{device}|{name}|{sorted(INDUCTOR_CONFIGS.items())}".encode())
+    h.update(f"{torch.__version__}|{device}|{name}|{sorted(inductor_configs(device).items())}".encode())
     try:
         h.update(inspect.getsource(type(module)).encode())
     except (OSError, TypeError):

@@ -95,3 +95,23 @@ def test_models_alive_together_close_in_any_order():
     finally:
         for m in loaded:
             m.close()
+
+
+def test_model_file_stands_alone_without_inductor_cache(tmp_path):
+    # Kernels are embedded in the .so: the model runs with Inductor's cache
+    # (where its kernel files were written) out of the way, from another folder.
+    import os
+    import shutil
+
+    c = compiled("linear_chunk_first_dim")
+    so = tmp_path / "model.so"
+    shutil.copy(c.so, so)
+    shutil.copy(c.so.with_suffix(".weights.blob"), tmp_path / "model.weights.blob")
+    cache = cuda_models.cache_dir() / "inductor"
+    hidden = cache.with_name("inductor.hidden")
+    os.rename(cache, hidden)
+    try:
+        with aotishim.load(so, device="cuda") as model:
+            c.check(model.run(*c.inputs), **TOL["float32"])
+    finally:
+        os.rename(hidden, cache)
