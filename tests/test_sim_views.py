@@ -4,83 +4,20 @@ the two old algorithms demonstrably read unfinished data."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pytest
 
 import aotishim
 from aotishim import shim, sim
 
-from _sim_common import NP_DTYPES, host_pack_old, sim_device  # noqa: F401
+from _sim_common import host_pack_old, sim_device  # noqa: F401
+from chunk_replay import CASES, FIRST_DIM, LAST_DIM, NP_DTYPES, ChunkReplay
 
 pytestmark = pytest.mark.usefixtures("sim_device")
 
 
-@dataclass(frozen=True)
-class ChunkCase:
-    """fc2(chunk(fc1(x), 2, dim)[1]) with fc1 = Linear(7, 16) on x of (12, 7):
-    the second chunk is reinterpret_tensor(buf0, sizes, strides, offset)."""
-    name: str
-    sizes: tuple
-    strides: tuple
-    offset: int
-
-    @property
-    def in2(self) -> int:
-        return self.sizes[1]
-
-
-LAST_DIM = ChunkCase("LinearChunkLastDim", (12, 8), (16, 1), 8)
-FIRST_DIM = ChunkCase("LinearChunkFirstDim", (6, 16), (16, 1), 96)
-CASES = [LAST_DIM, FIRST_DIM]
-OUT2 = 5
-
-
-def round_to(a: np.ndarray, dtype: str) -> np.ndarray:
-    return a.astype(NP_DTYPES[dtype]).astype(np.float64)
-
-
-class Model:
-    """Weights and the numpy reference of one case."""
-
-    def __init__(self, case: ChunkCase, dtype: str):
-        rng = np.random.default_rng(7)
-        dt = NP_DTYPES[dtype]
-        self.case, self.dtype = case, dtype
-        self.x = rng.standard_normal((12, 7)).astype(dt)
-        self.w1 = rng.standard_normal((16, 7)).astype(dt)
-        self.b1 = rng.standard_normal(16).astype(dt)
-        self.w2 = rng.standard_normal((OUT2, case.in2)).astype(dt)
-        self.b2 = rng.standard_normal(OUT2).astype(dt)
-        f = lambda a: a.astype(np.float64)  # noqa: E731
-        buf0 = round_to(f(self.x) @ f(self.w1).T + f(self.b1), dtype).reshape(-1)
-        chunk = np.lib.stride_tricks.as_strided(
-            buf0[case.offset:], case.sizes, tuple(s * 8 for s in case.strides))
-        self.chunk = chunk.copy()
-        self.expected = chunk @ f(self.w2).T + f(self.b2)
-
-    def check(self, result: np.ndarray) -> None:
-        tol = 1e-5 if self.dtype == "float32" else 3e-2
-        np.testing.assert_allclose(result.astype(np.float64), self.expected, rtol=tol, atol=tol)
-
-    def first_linear(self):
-        """buf0 = addmm(b1, x, w1.T) on sim, as the generated code calls it."""
-        X = shim.from_numpy(self.x, copy=True, device="sim")
-        W1 = shim.from_numpy(self.w1, copy=True, device="sim")
-        B1 = shim.from_numpy(self.b1, copy=True, device="sim")
-        buf0 = shim.empty_strided([12, 16], [16, 1], dtype=self.dtype, device="sim")
-        shim.addmm(buf0, B1, X, shim.reinterpret_tensor(W1, [7, 16], [1, 7], 0), beta=1.0, alpha=1.0)
-        return buf0
-
-    def second_linear(self, chunk):
-        W2 = shim.from_numpy(self.w2, copy=True, device="sim")
-        B2 = shim.from_numpy(self.b2, copy=True, device="sim")
-        rows = self.case.sizes[0]
-        buf1 = shim.empty_strided([rows, OUT2], [OUT2, 1], dtype=self.dtype, device="sim")
-        shim.addmm(buf1, B2, chunk, shim.reinterpret_tensor(W2, [self.case.in2, OUT2], [1, self.case.in2], 0),
-                   beta=1.0, alpha=1.0)
-        return buf1
+def replay(case, dtype) -> ChunkReplay:
+    return ChunkReplay(case, dtype, "sim")
 
 
 @pytest.mark.parametrize("order", sim.ORDERS)
@@ -88,7 +25,7 @@ class Model:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_chunk_view_reads_finished_data(case, dtype, order):
     sim.configure(order=order, seed=1234, checker=True)
-    model = Model(case, dtype)
+    model = replay(case, dtype)
     hazards = sim.counters()["hazards"]
     buf0 = model.first_linear()
     chunk = shim.reinterpret_tensor(buf0, list(case.sizes), list(case.strides), case.offset)
@@ -120,7 +57,7 @@ def test_exact_base_lookup_misses_views_at_an_offset():
     """Why the old host copy never waited: data_ptr of a view at an offset is
     not a buffer base, so an exact-address lookup finds nothing pending,
     while a lookup by range finds the pending producer."""
-    model = Model(LAST_DIM, "float32")
+    model = replay(LAST_DIM, "float32")
     buf0 = model.first_linear()
     chunk0 = shim.reinterpret_tensor(buf0, [12, 8], [16, 1], 0)
     chunk1 = shim.reinterpret_tensor(buf0, [12, 8], [16, 1], 8)
@@ -134,7 +71,7 @@ def test_exact_base_lookup_misses_views_at_an_offset():
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_old_algorithm_is_reported_by_the_checker(case, dtype, algorithm):
-    model = Model(case, dtype)
+    model = replay(case, dtype)
     before = sim.counters()["hazards"]
     buf0 = model.first_linear()
     chunk = shim.reinterpret_tensor(buf0, list(case.sizes), list(case.strides), case.offset)
@@ -159,7 +96,7 @@ def test_old_algorithm_gives_wrong_numbers_without_the_checker(case, dtype, algo
     wrong, so the tests above cannot pass vacuously. (The alias only goes
     wrong when the scheduler runs its reader first, as a GPU may: reverse.)"""
     sim.configure(order="reverse", checker=False)
-    model = Model(case, dtype)
+    model = replay(case, dtype)
     buf0 = model.first_linear()
     chunk = shim.reinterpret_tensor(buf0, list(case.sizes), list(case.strides), case.offset)
     result = shim.to_numpy(model.second_linear(consume_the_old_way(algorithm, chunk)))
@@ -172,7 +109,7 @@ def test_alias_happens_to_work_in_submission_order():
     """The defect hides when work runs in submission order: the reason the
     sim reorders independent commands at all."""
     sim.configure(order="fifo", checker=False)
-    model = Model(FIRST_DIM, "float32")
+    model = replay(FIRST_DIM, "float32")
     buf0 = model.first_linear()
     chunk = shim.reinterpret_tensor(buf0, [6, 16], [16, 1], 96)
     model.check(shim.to_numpy(model.second_linear(sim.make_alias(chunk))))
@@ -195,7 +132,7 @@ def test_repeated_output_handle_is_deleted_once(order):
     """A program returning (y, z, y): AOTInductor sets output_handles[2] =
     output_handles[0]. Outputs are right, and each handle is deleted once."""
     sim.configure(order=order, seed=5)
-    model = Model(FIRST_DIM, "float32")
+    model = replay(FIRST_DIM, "float32")
     buf0 = model.first_linear()
     z = model.second_linear(shim.reinterpret_tensor(buf0, [6, 16], [16, 1], 96))
     y = buf0

@@ -126,18 +126,18 @@ uint64_t released_count() {
   return r.released;
 }
 
-std::vector<ScopeStats> scope_stats() {
+std::vector<ScopeMemory> scope_stats() {
   Registry& r = registry();
-  std::vector<ScopeStats> out;
+  std::vector<ScopeMemory> out;
   for (uint64_t scope : live_scopes()) {
-    ScopeStats s;
-    s.scope = scope;
+    ScopeMemory s;
+    s.id = scope;
     s.name = scope_name(scope);
     out.push_back(s);
   }
   std::lock_guard<std::mutex> lock(r.mutex);
-  for (ScopeStats& s : out) {
-    auto scope_it = r.by_scope.find(s.scope);
+  for (ScopeMemory& s : out) {
+    auto scope_it = r.by_scope.find(s.id);
     if (scope_it == r.by_scope.end()) continue;
     std::set<const Storage*> seen;
     for (uint64_t id : scope_it->second) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "aotishim/c_shim.h"
+#include "aotishim/runtime.h"
 #include "core/tensor.h"
 
 namespace aotishim {
@@ -27,15 +28,8 @@ std::vector<std::string> release_scope(uint64_t scope);
 // Number of handles ever deleted (for tests that prove "exactly once").
 uint64_t released_count();
 
-struct ScopeStats {
-  uint64_t scope = 0;
-  std::string name;
-  size_t tensors = 0;
-  size_t owned_storages = 0;
-  size_t owned_bytes = 0;
-  size_t borrowed_storages = 0;
-};
-std::vector<ScopeStats> scope_stats();
+// Per-scope counts, in the public API's shape.
+std::vector<ScopeMemory> scope_stats();
 
 std::string describe(const Tensor& t);
 

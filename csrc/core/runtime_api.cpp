@@ -46,11 +46,8 @@ size_t cleanup_memory() { return release_scope(current_scope()).size(); }
 MemoryStats memory_stats() {
   MemoryStats stats;
   stats.released_handles = released_count();
-  for (const ScopeStats& s : scope_stats()) {
-    stats.live_tensors += s.tensors;
-    stats.scopes.push_back(ScopeMemory{s.scope, s.name, s.tensors, s.owned_storages, s.owned_bytes,
-                                       s.borrowed_storages});
-  }
+  stats.scopes = scope_stats();
+  for (const ScopeMemory& s : stats.scopes) stats.live_tensors += s.tensors;
   for (Device* d : created_devices()) {
     DeviceCounters c = d->counters();
     stats.devices.push_back(DeviceMemory{d->name(), d->allocations().count(), d->allocations().bytes(),

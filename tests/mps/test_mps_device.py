@@ -11,7 +11,6 @@ from __future__ import annotations
 import ctypes
 import os
 import pathlib
-from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
@@ -21,6 +20,8 @@ from hypothesis import strategies as st
 
 import aotishim
 from aotishim import shim
+
+from chunk_replay import CASES, ChunkReplay
 
 REQUIRED = os.environ.get("AOTISHIM_REQUIRE_MPS") == "1"
 if REQUIRED and "mps" not in aotishim.devices():
@@ -221,53 +222,15 @@ def test_float64_conversion_is_refused_with_a_message():
 
 # ---- the chunk-view call sequences (AOTInductor's LinearChunk* models) ----
 
-@dataclass(frozen=True)
-class ChunkCase:
-    """fc2(chunk(fc1(x), 2, dim)[1]) with fc1 = Linear(7, 16) on x of (12, 7):
-    the second chunk is reinterpret_tensor(buf0, sizes, strides, offset)."""
-    name: str
-    sizes: tuple
-    strides: tuple
-    offset: int
-
-
-CASES = [ChunkCase("LinearChunkLastDim", (12, 8), (16, 1), 8),
-         ChunkCase("LinearChunkFirstDim", (6, 16), (16, 1), 96)]
-OUT2 = 5
-
-
-class Model:
-    def __init__(self, case: ChunkCase, dtype: str):
-        self.case, self.dtype = case, dtype
-        self.x = rand((12, 7), dtype, 10)
-        self.w1 = rand((16, 7), dtype, 11)
-        self.b1 = rand((16,), dtype, 12)
-        self.w2 = rand((OUT2, case.sizes[1]), dtype, 13)
-        self.b2 = rand((OUT2,), dtype, 14)
-        buf0 = (f64(self.x) @ f64(self.w1).T + f64(self.b1)).astype(NP_DTYPES[dtype])
-        flat = f64(buf0).reshape(-1)
-        self.chunk = np.lib.stride_tricks.as_strided(
-            flat[case.offset:], case.sizes, tuple(s * 8 for s in case.strides)).copy()
-        self.expected = self.chunk @ f64(self.w2).T + f64(self.b2)
-
-    def first_linear(self):
-        X, W1, B1 = to_mps(self.x), to_mps(self.w1), to_mps(self.b1)
-        buf0 = shim.empty_strided([12, 16], [16, 1], dtype=self.dtype, device="mps")
-        addmm(buf0, B1, X, shim.reinterpret_tensor(W1, [7, 16], [1, 7], 0))
-        return buf0
-
-    def second_linear(self, chunk):
-        W2, B2 = to_mps(self.w2), to_mps(self.b2)
-        rows, inner = self.case.sizes
-        buf1 = shim.empty_strided([rows, OUT2], [OUT2, 1], dtype=self.dtype, device="mps")
-        addmm(buf1, B2, chunk, shim.reinterpret_tensor(W2, [inner, OUT2], [1, inner], 0))
-        return buf1
+def replay(case, dtype) -> ChunkReplay:
+    """The LinearChunk call sequence through the exported mps addmm shim."""
+    return ChunkReplay(case, dtype, "mps", addmm=addmm)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_chunk_view_reads_finished_data(case, dtype, gemm_path):
-    model = Model(case, dtype)
+    model = replay(case, dtype)
     buf0 = model.first_linear()
     chunk = shim.reinterpret_tensor(buf0, list(case.sizes), list(case.strides), case.offset)
     assert chunk.data_ptr == buf0.data_ptr + case.offset * NP_DTYPES[dtype].itemsize
@@ -282,7 +245,7 @@ def test_chunk_view_reads_finished_data(case, dtype, gemm_path):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_chunk_result_without_reading_the_chunk(case, gemm_path):
     """Only the consumer's output is read: its wait covers the chunk's producer."""
-    model = Model(case, "float32")
+    model = replay(case, "float32")
     buf0 = model.first_linear()
     chunk = shim.reinterpret_tensor(buf0, list(case.sizes), list(case.strides), case.offset)
     before = counters()
@@ -369,7 +332,7 @@ def test_gemm_ops_refuse_tensors_on_other_devices():
 def test_repeated_output_handle_is_deleted_once():
     """A program returning (y, z, y): AOTInductor sets output_handles[2] =
     output_handles[0]. Outputs are right, and each handle is deleted once."""
-    model = Model(CASES[1], "float32")
+    model = replay(CASES[1], "float32")
     buf0 = model.first_linear()
     z = model.second_linear(shim.reinterpret_tensor(buf0, [6, 16], [16, 1], 96))
     slots = [buf0, z, buf0]

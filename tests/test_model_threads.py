@@ -1,0 +1,44 @@
+"""CPU models share the cores between OpenMP kernels and BLAS threads."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import aotishim
+
+PACKAGE_PARENT = Path(aotishim.__file__).resolve().parents[1]
+
+# Reads the C environment (os.environ is a snapshot taken at start-up).
+PROBE = """
+import ctypes, sys, aotishim
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+before = libc.getenv(b"OMP_WAIT_POLICY")
+aotishim.load(sys.argv[1]).close()
+print(before, libc.getenv(b"OMP_WAIT_POLICY"))
+"""
+
+
+def _probe(so: Path, **env_changes: str) -> str:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")}
+    env.update(env_changes)
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_PARENT), env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, "-c", PROBE, str(so)], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def test_loading_a_model_asks_openmp_to_wait_passively(compiled):
+    # Spinning OpenMP threads starve the BLAS threads of the fallback GEMMs.
+    assert _probe(compiled("mlp").so) == "None b'PASSIVE'"
+
+
+def test_a_chosen_openmp_policy_is_left_alone(compiled):
+    so = compiled("mlp").so
+    assert _probe(so, OMP_WAIT_POLICY="ACTIVE") == "b'ACTIVE' b'ACTIVE'"
+    assert _probe(so, GOMP_SPINCOUNT="1000") == "None None"
