@@ -35,7 +35,7 @@ smoke() {
     "import ml_dtypes, numpy, aotishim; print('smoke ok', aotishim.devices())") >> "$OUT/env.txt" 2>&1
 }
 
-build() {  # extra CMake arguments for this attempt in $CMAKE_ARGS
+build() {  # CMAKE_ARGS, CC, CXX, CUDAHOSTCXX choose the toolchain for an attempt
   echo "== build (CMAKE_ARGS='${CMAKE_ARGS:-}' CC='${CC:-}' CXX='${CXX:-}')" | tee -a "$OUT/env.txt"
   t0=$SECONDS
   rm -rf build/cp*
@@ -53,9 +53,9 @@ if has build; then
   fi
   build
   if ! smoke; then
-    # A toolchain that links libstdc++ statically into every library exports a
-    # private copy from each; keep those copies private, or use the system
-    # compiler, whichever imports cleanly.
+    # Record why (diagnose.sh), then try the system compiler. (The machine's
+    # default toolchain links libstdc++ statically; CMakeLists.txt keeps each
+    # library's copy private, which made the default build import cleanly.)
     bash tests/gpu/diagnose.sh >> "$OUT/env.txt" 2>&1
     if [ -x /usr/bin/g++ ]; then
       export CC=/usr/bin/gcc CXX=/usr/bin/g++ CUDAHOSTCXX=/usr/bin/g++
