@@ -10,7 +10,7 @@ process per runtime, so import cost and peak memory are the runtime's own:
 * ``switch``: one load + run + close cycle (an app switching models)
 * ``peak RSS``: the process's maximum resident set size
 
-Ratios are torch / aotishim: above 1 means aotishim is faster or lighter.
+Ratios are aotishim / torch: below 1 means aotishim is faster or lighter.
 
     python benchmarks/cpu_vs_torch.py [--runs 200] [--out results.json]
 """
@@ -149,13 +149,13 @@ def main() -> None:
             results.append(row)
 
     cols = ["import_load", "first", "median", "switch", "peak_rss_mb"]
-    print(f"\n{'model':34} {'metric':12} {'aotishim':>12} {'torch':>12} {'torch/aotishim':>15}")
+    print(f"\n{'model':34} {'metric':12} {'aotishim':>12} {'torch':>12} {'aotishim/torch':>15}")
     for row in results:
         for c in cols:
             a, t = row["aotishim"][c], row["torch"][c]
             unit = "MB" if c == "peak_rss_mb" else "ms"
             scale = 1 if unit == "MB" else 1e3
-            print(f"{row['model']:34} {c:12} {a * scale:10.3f}{unit} {t * scale:10.3f}{unit} {t / a:14.2f}x")
+            print(f"{row['model']:34} {c:12} {a * scale:10.3f}{unit} {t * scale:10.3f}{unit} {a / t:14.2f}")
         print(f"{row['model']:34} {'max err':12} {row['aotishim']['max_abs_err']:12.2e} "
               f"{row['torch']['max_abs_err']:12.2e}")
     if ns.out:
