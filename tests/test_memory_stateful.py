@@ -1,0 +1,194 @@
+"""Random sequences of shim calls against a shadow model of memory.
+
+Every storage has a numpy mirror; views are (storage, offset, sizes,
+strides). After each step the library must agree with the mirror on values,
+on which handles are live, and on how many owned allocations exist, on the
+cpu and on the asynchronous sim device (hazard checker on, reordering
+scheduler), so views, aliases, deletes and reuse are exercised together.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
+
+import aotishim
+from aotishim import shim, sim
+
+ITEM = 4  # float32
+
+
+class _View:
+    def __init__(self, storage: int, offset: int, sizes: list[int], strides: list[int]):
+        self.storage, self.offset, self.sizes, self.strides = storage, offset, sizes, strides
+
+    def of(self, mirror: np.ndarray) -> np.ndarray:
+        return np.lib.stride_tricks.as_strided(
+            mirror[self.offset:], self.sizes, [s * ITEM for s in self.strides], writeable=True)
+
+
+def _view_geometry(draw, nelems: int):
+    """An in-bounds view (sizes, strides, offset) of a storage of nelems."""
+    ndim = draw(st.integers(1, 3))
+    sizes = [draw(st.integers(1, 4)) for _ in range(ndim)]
+    strides = [draw(st.integers(0, 5)) for _ in range(ndim)]
+    extent = 1 + sum((n - 1) * s for n, s in zip(sizes, strides))
+    if extent > nelems:
+        sizes, strides, extent = [1], [1], 1
+    offset = draw(st.integers(0, nelems - extent))
+    return sizes, strides, offset
+
+
+class MemoryMachine(RuleBasedStateMachine):
+    device = "cpu"
+    handles = Bundle("handles")
+
+    def __init__(self):
+        super().__init__()
+        shim.cleanup_memory()
+        self.mirrors: dict[int, np.ndarray] = {}  # storage id -> values
+        self.owned: dict[int, bool] = {}
+        self.views: dict[int, _View] = {}  # live handle -> view
+        self.next_storage = 0
+        self.rng = np.random.default_rng(0)
+        self.borrowed_arrays: list[np.ndarray] = []
+
+    def _new_storage(self, values: np.ndarray, owned: bool) -> int:
+        sid = self.next_storage
+        self.next_storage += 1
+        self.mirrors[sid] = values
+        self.owned[sid] = owned
+        return sid
+
+    # ---- rules ----
+    @rule(target=handles, n=st.integers(1, 40))
+    def create(self, n):
+        values = self.rng.standard_normal(n).astype(np.float32)
+        t = shim.from_numpy(values, copy=True, device=self.device)
+        self.views[t.handle] = _View(self._new_storage(values.copy(), True), 0, [n], [1])
+        return t
+
+    @rule(target=handles, n=st.integers(1, 40))
+    def borrow(self, n):
+        if self.device != "cpu":
+            values = self.rng.standard_normal(n).astype(np.float32)
+            t = shim.from_numpy(values, copy=True, device=self.device)
+            self.views[t.handle] = _View(self._new_storage(values.copy(), True), 0, [n], [1])
+            return t
+        array = self.rng.standard_normal(n).astype(np.float32)
+        self.borrowed_arrays.append(array)
+        t = shim.from_numpy(array)
+        self.views[t.handle] = _View(self._new_storage(array, False), 0, [n], [1])
+        return t
+
+    @rule(target=handles, base=handles, data=st.data())
+    def view(self, base, data):
+        if base.handle not in self.views:
+            return base
+        b = self.views[base.handle]
+        sizes, strides, offset = _view_geometry(data.draw, self.mirrors[b.storage].size)
+        t = shim.reinterpret_tensor(base, sizes, strides, offset)
+        self.views[t.handle] = _View(b.storage, offset, sizes, strides)
+        return t
+
+    @rule(target=handles, base=handles)
+    def new_handle(self, base):
+        if base.handle not in self.views:
+            return base
+        t = shim.new_tensor_handle(base)
+        self.views[t.handle] = self.views[base.handle]
+        return t
+
+    @rule(target=handles, base=handles)
+    def clone(self, base):
+        if base.handle not in self.views:
+            return base
+        v = self.views[base.handle]
+        values = v.of(self.mirrors[v.storage]).copy()
+        t = shim.clone(base)
+        self.views[t.handle] = _View(self._new_storage(values.reshape(-1).copy(), True), 0,
+                                     list(values.shape), [int(s) for s in
+                                                          np.array(values.strides) // ITEM])
+        return t
+
+    @rule(dst=handles, src=handles)
+    def copy(self, dst, src):
+        if dst.handle not in self.views or src.handle not in self.views:
+            return
+        d, s = self.views[dst.handle], self.views[src.handle]
+        if d.sizes != s.sizes:
+            return
+        dview = d.of(self.mirrors[d.storage])
+        # a destination with repeated elements (stride 0) has no single answer
+        if any(st_ == 0 and n > 1 for st_, n in zip(d.strides, d.sizes)):
+            return
+        new = s.of(self.mirrors[s.storage]).copy()
+        shim.copy_(dst, src)
+        dview[...] = new
+
+    @rule(t=consumes(handles))
+    def delete(self, t):
+        if t.handle in self.views:
+            shim.delete(t)
+            del self.views[t.handle]
+        else:
+            with pytest.raises(shim.ShimError, match="already deleted"):
+                shim.delete(t)
+
+    @rule(t=handles)
+    def read(self, t):
+        if t.handle not in self.views:
+            return
+        v = self.views[t.handle]
+        np.testing.assert_array_equal(shim.to_numpy(t), v.of(self.mirrors[v.storage]))
+
+    @rule()
+    def synchronize(self):
+        aotishim.synchronize(self.device)
+        # Nothing pending holds memory any more: exactly the live storages remain.
+        assert self._allocations() == self._live_owned()
+
+    # ---- invariants ----
+    def _allocations(self) -> int:
+        stats = aotishim.memory_stats()
+        device = next((d for d in stats["devices"] if d["device"].split(":")[0] == self.device),
+                      {"allocations": 0})
+        return device["allocations"]
+
+    def _live_owned(self) -> int:
+        return len({v.storage for v in self.views.values() if self.owned[v.storage]})
+
+    @invariant()
+    def handles_agree(self):
+        assert aotishim.memory_stats()["live_tensors"] == len(self.views)
+        # Pending device work keeps the memory it uses alive until it has run.
+        allocations = self._allocations()
+        assert allocations >= self._live_owned()
+        if self.device == "cpu":
+            assert allocations == self._live_owned()
+
+    def teardown(self):
+        if self.device == "sim":
+            aotishim.synchronize("sim")
+        shim.cleanup_memory()
+
+
+class SimMemoryMachine(MemoryMachine):
+    device = "sim"
+
+    def __init__(self):
+        sim.configure(order="shuffle", seed=11, checker=True, flush_interval=0)
+        super().__init__()
+
+    def teardown(self):
+        super().teardown()
+        sim.configure()
+
+
+TestCpuMemory = MemoryMachine.TestCase
+TestCpuMemory.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
+TestSimMemory = SimMemoryMachine.TestCase
+TestSimMemory.settings = settings(max_examples=60, stateful_step_count=30, deadline=None)
