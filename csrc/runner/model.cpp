@@ -61,6 +61,9 @@ std::string file_stem(const std::string& so_path) {
 bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
   if (strides.empty()) return true;
   if (strides.size() != sizes.size()) return false;
+  // Empty: any strides will do, and the product below could overflow.
+  for (int64_t s : sizes)
+    if (s == 0) return true;
   int64_t expected = 1;
   for (size_t d = sizes.size(); d-- > 0;) {
     if (sizes[d] != 1 && strides[d] != expected) return false;
