@@ -42,3 +42,35 @@ def test_a_chosen_openmp_policy_is_left_alone(compiled):
     so = compiled("mlp").so
     assert _probe(so, OMP_WAIT_POLICY="ACTIVE") == "b'ACTIVE' b'ACTIVE'"
     assert _probe(so, GOMP_SPINCOUNT="1000") == "None None"
+
+
+# A thread holding the GIL asks whether the model is closed while another
+# thread closes it, and the teardown drops a numpy array a tensor in the
+# model's scope borrowed (which takes the GIL).
+CLOSE_RACE = """
+import sys, threading, warnings
+import numpy as np
+import aotishim
+from aotishim import _core, shim
+warnings.simplefilter("ignore")
+for _ in range(20):
+    m = aotishim.load(sys.argv[1])
+    _core.in_scope(m.scope, lambda: shim.from_numpy(np.ones(4, np.float32)))
+    t = threading.Thread(target=m.close)
+    t.start()
+    while t.is_alive():
+        m.closed
+    t.join()
+print("ok")
+"""
+
+
+def test_closed_never_waits_for_a_close_that_needs_the_gil(compiled):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_PARENT), env.get("PYTHONPATH", "")])
+    try:
+        r = subprocess.run([sys.executable, "-c", CLOSE_RACE, str(compiled("mlp").so)], env=env,
+                           capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("deadlock: Model.closed waited for a close that needed the GIL")
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

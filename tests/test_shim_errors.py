@@ -112,6 +112,26 @@ def test_from_blob_rejects_null_and_bad_layout():
     assert shim.get(shim.from_blob(0, [0], dtype="float32"), "numel") == 0
 
 
+def test_from_blob_rejects_an_offset_that_overflows():
+    buf = np.zeros(4, np.float32)
+    # offset + extent, and that in bytes, must not wrap into a small storage size
+    for offset in (2**63 - 1, 2**62):
+        with pytest.raises(shim.ShimError, match="storage offset"):
+            shim.from_blob(buf.ctypes.data, [2], storage_offset=offset, dtype="float32")
+
+
+def test_empty_tensor_with_huge_other_sizes():
+    # The product of the non-zero sizes does not fit in int64; numel and
+    # is_contiguous must not compute it (signed overflow under UBSan).
+    buf = np.zeros(1, np.float32)
+    for sizes, strides in (([0, 2**40, 2**40], [1, 2**40, 1]), ([2**40, 2**40, 0], [0, 0, 1])):
+        t = shim.from_blob(buf.ctypes.data, sizes, strides, dtype="float32")
+        assert shim.get(t, "numel") == 0
+        assert shim.get(t, "is_contiguous") is True
+        out = shim.empty_strided(sizes, strides, dtype="float32")
+        shim.copy_(out, t)  # nothing to copy
+
+
 def test_copy_shape_mismatch():
     a = shim.empty_strided([2, 3])
     b = shim.empty_strided([3, 2])

@@ -112,6 +112,17 @@ def test_copy_converts_dtypes_like_numpy(src_dtype, dst_dtype):
     np.testing.assert_array_equal(got.astype(np.float64), expected.astype(np.float64))
 
 
+def test_float_to_int_copy_of_values_int64_cannot_hold():
+    # A C++ float -> integer conversion of these is undefined; the copy
+    # defines them as INT64_MIN on every platform (x86's own result).
+    special = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 2.0**63, -(2.0**63), -1.5, 7.9])
+    for src_dtype in (np.float64, np.float32):
+        dst = shim.empty_strided([special.size], dtype="int64")
+        shim.copy_(dst, shim.from_numpy(special.astype(src_dtype)))
+        lo = np.iinfo(np.int64).min
+        assert shim.to_numpy(dst).tolist() == [lo, lo, lo, lo, lo, lo, lo, -1, 7]
+
+
 def test_half_conversions_cover_special_values():
     special = np.array([0.0, -0.0, 1e-8, 6e-8, 3e-5, 65504.0, 65520.0, 1e6, -1e6, np.inf,
                         -np.inf, 2.0**-24, 2.0**-25, 3 * 2.0**-26, 1.0009765625, 1.00048828125],

@@ -247,6 +247,9 @@ def test_raw_host_read_of_idle_memory_is_allowed():
     assert np.frombuffer(sim.host_read(X.data_ptr, 16), np.float32).tolist() == x.reshape(-1).tolist()
     with pytest.raises(shim.ShimError, match="not inside one live sim allocation"):
         sim.host_read(X.data_ptr + 8, 16)
+    # a length that wraps the address space around is outside too
+    with pytest.raises(shim.ShimError, match="not inside one live sim allocation"):
+        sim.host_read(X.data_ptr, 2**64 - X.data_ptr + 8)
 
 
 def test_configure_rejects_unknown_order():

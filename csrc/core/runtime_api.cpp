@@ -36,9 +36,9 @@ uint64_t current_scope_id() { return current_scope(); }
 
 ScopeGuard::ScopeGuard(uint64_t scope) : previous_(set_current_scope(scope)) {}
 ScopeGuard::~ScopeGuard() {
-  // The previous scope may have been destroyed meanwhile; fall back to default.
-  if (scope_exists(previous_)) set_current_scope(previous_);
-  else set_current_scope(kDefaultScope);
+  // The previous scope may have been destroyed meanwhile, also by another
+  // thread between a check and a set: fall back to default, never throw.
+  restore_current_scope(previous_);
 }
 
 size_t cleanup_memory() { return release_scope(current_scope()).size(); }

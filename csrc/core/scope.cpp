@@ -51,6 +51,11 @@ std::vector<uint64_t> live_scopes() {
 
 uint64_t current_scope() { return t_current; }
 
+void restore_current_scope(uint64_t scope) noexcept {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  t_current = scopes().count(scope) == 1 ? scope : kDefaultScope;
+}
+
 uint64_t set_current_scope(uint64_t scope) {
   AOTISHIM_CHECK(scope_exists(scope), "scope ", scope, " does not exist");
   uint64_t previous = t_current;

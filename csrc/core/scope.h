@@ -21,5 +21,9 @@ uint64_t current_scope();
 // Makes `scope` current on this thread (throws if it does not exist); returns
 // the previous one. aotishim::ScopeGuard (runtime.h) wraps this.
 uint64_t set_current_scope(uint64_t scope);
+// Makes `scope` current on this thread, or the default scope if it no longer
+// exists; never throws (checked and set under the lock forget_scope takes, so
+// another thread destroying it meanwhile cannot turn this into an error).
+void restore_current_scope(uint64_t scope) noexcept;
 
 }  // namespace aotishim

@@ -23,7 +23,13 @@ AtenTensorHandle from_blob(void* data, int64_t ndim, const int64_t* sizes_ptr,
   AOTISHIM_CHECK(storage_offset >= 0, "negative storage offset ", storage_offset);
   int64_t extent = checked_extent(t.sizes, t.strides);
   AOTISHIM_CHECK(data != nullptr || extent == 0, "data pointer is null");
-  size_t nbytes = extent == 0 ? 0 : static_cast<size_t>(storage_offset + extent) * element_size(t.dtype);
+  // Checked: an offset near INT64_MAX must be an error, not a wrapped size.
+  int64_t end_elems = 0, end_bytes = 0;
+  AOTISHIM_CHECK(!__builtin_add_overflow(storage_offset, extent, &end_elems) &&
+                     !__builtin_mul_overflow(end_elems, static_cast<int64_t>(element_size(t.dtype)),
+                                             &end_bytes),
+                 "storage offset ", storage_offset, " overflows the tensor's byte range");
+  size_t nbytes = extent == 0 ? 0 : static_cast<size_t>(end_bytes);
   // Borrowed memory is never registered by address: two tensors may borrow
   // the same bytes, and a freed-and-reused address carries no history.
   t.storage = Storage::borrow(device_for(device_type, device_index), data, nbytes);

@@ -23,6 +23,10 @@ int64_t add_checked(int64_t a, int64_t b) {
 }  // namespace
 
 int64_t Tensor::numel() const {
+  // With a zero size the other sizes' product need not fit (checked_extent
+  // only bounds it for non-empty tensors), so look for the zero first.
+  for (int64_t s : sizes)
+    if (s == 0) return 0;
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;
   return n;
@@ -31,10 +35,13 @@ int64_t Tensor::numel() const {
 char* Tensor::data() const { return static_cast<char*>(storage->data()) + byte_offset(); }
 
 bool Tensor::is_contiguous() const {
+  // Empty tensors are contiguous; returning first also keeps `expected`
+  // (a product of sizes) from overflowing when another size is huge.
+  if (numel() == 0) return true;
   int64_t expected = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
     if (sizes[d] == 1) continue;
-    if (strides[d] != expected) return numel() == 0;
+    if (strides[d] != expected) return false;
     expected *= sizes[d];
   }
   return true;

@@ -117,7 +117,9 @@ void bind_model(py::module_& m) {
                                }
                                return out;
                              })
-      .def_property_readonly("leaks", &Model::leaks);
+      // Waits for a close in progress: without the GIL (see Model::Impl::closed).
+      .def_property_readonly("leaks", py::cpp_function(&Model::leaks,
+                                                       py::call_guard<py::gil_scoped_release>()));
 
   m.def(
       "inspect_library",

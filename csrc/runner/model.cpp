@@ -1,4 +1,5 @@
 // aotishim::Model: one compiled model, its container and its scope.
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -31,7 +32,10 @@ struct Model::Impl {
   std::vector<const void*> constant_ptrs;
   // Runs share the model; close() waits for them and excludes new ones.
   mutable std::shared_mutex mutex;
-  bool closed = false;
+  // Written under `mutex`, read without it: a caller holding another lock
+  // (Python's GIL) must never wait for a close, whose teardown may need that
+  // lock (dropping a Python array a tensor borrowed).
+  std::atomic<bool> closed{false};
 
   void open_container();
   void feed_weights(const std::string& requested);
@@ -61,6 +65,9 @@ std::string file_stem(const std::string& so_path) {
 bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
   if (strides.empty()) return true;
   if (strides.size() != sizes.size()) return false;
+  // Empty: any strides will do, and the product below could overflow.
+  for (int64_t s : sizes)
+    if (s == 0) return true;
   int64_t expected = 1;
   for (size_t d = sizes.size(); d-- > 0;) {
     if (sizes[d] != 1 && strides[d] != expected) return false;
@@ -344,10 +351,7 @@ std::vector<std::string> Model::close() {
   return impl_->leaks;
 }
 
-bool Model::closed() const {
-  std::shared_lock<std::shared_mutex> lock(impl_->mutex);
-  return impl_->closed;
-}
+bool Model::closed() const { return impl_->closed; }
 
 const std::string& Model::path() const { return impl_->path; }
 const std::string& Model::weights_path() const { return impl_->weights_path; }
@@ -358,6 +362,9 @@ const std::vector<std::string>& Model::constant_names() const { return impl_->co
 uint64_t Model::scope() const { return impl_->scope; }
 uint64_t Model::constants_blob_size() const { return impl_->blob_size; }
 const std::vector<const void*>& Model::constant_data_ptrs() const { return impl_->constant_ptrs; }
-const std::vector<std::string>& Model::leaks() const { return impl_->leaks; }
+std::vector<std::string> Model::leaks() const {
+  std::shared_lock<std::shared_mutex> lock(impl_->mutex);  // close() writes it
+  return impl_->leaks;
+}
 
 }  // namespace aotishim

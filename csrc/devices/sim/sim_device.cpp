@@ -295,7 +295,8 @@ std::vector<uint8_t> SimDevice::host_read(const void* addr, size_t nbytes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   auto a = allocations().find(addr);
   const uintptr_t p = reinterpret_cast<uintptr_t>(addr);
-  AOTISHIM_CHECK(a && p + nbytes <= reinterpret_cast<uintptr_t>(a->base) + a->nbytes,
+  // Compared as a length left, so a huge nbytes cannot wrap p + nbytes around.
+  AOTISHIM_CHECK(a && nbytes <= reinterpret_cast<uintptr_t>(a->base) + a->nbytes - p,
                  "sim: raw host read of ", nbytes, " bytes at 0x", std::hex, p, std::dec,
                  " is not inside one live sim allocation");
   if (config_.checker) {

@@ -98,8 +98,8 @@ class AOTISHIM_API Model {
   uint64_t constants_blob_size() const;
   // Where each constant's data lay after loading (diagnostics and tests).
   const std::vector<const void*>& constant_data_ptrs() const;
-  // What close() reported.
-  const std::vector<std::string>& leaks() const;
+  // What close() reported (a copy: close() may run on another thread).
+  std::vector<std::string> leaks() const;
 
  private:
   Model();

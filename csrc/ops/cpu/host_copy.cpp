@@ -1,6 +1,7 @@
 #include "ops/cpu/host_copy.h"
 
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/error.h"
@@ -11,6 +12,14 @@ namespace aotishim {
 namespace {
 
 bool is_integral(DType d) { return !is_floating(d); }
+
+// double -> int64 without undefined behaviour: NaN and values outside int64
+// give INT64_MIN, what x86's conversion instruction produces for them.
+int64_t to_int64(double x) {
+  constexpr double kLimit = 9223372036854775808.0;  // 2^63
+  if (!(x >= -kLimit && x < kLimit)) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(x);
+}
 
 double load_double(const char* p, DType d) {
   switch (d) {
@@ -36,7 +45,7 @@ int64_t load_int(const char* p, DType d) {
     case DType::Int16: { int16_t v; std::memcpy(&v, p, 2); return v; }
     case DType::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
     case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); return v; }
-    default: return static_cast<int64_t>(load_double(p, d));
+    default: return to_int64(load_double(p, d));
   }
 }
 
@@ -49,7 +58,7 @@ void store_double(char* p, DType d, double x) {
     case DType::Bool: *p = x != 0; return;
     default: break;
   }
-  int64_t i = static_cast<int64_t>(x);
+  int64_t i = to_int64(x);
   switch (d) {
     case DType::UInt8: *p = static_cast<char>(static_cast<uint8_t>(i)); return;
     case DType::Int8: *p = static_cast<char>(static_cast<int8_t>(i)); return;
@@ -76,9 +85,11 @@ void store_int(char* p, DType d, int64_t i) {
 
 void host_copy_raw(void* dst, DType dst_dtype, const int64_t* dst_strides, const void* src,
                    DType src_dtype, const int64_t* src_strides, const int64_t* sizes, int ndim) {
+  // Zero sizes first: the product of the others need not fit in int64.
+  for (int i = 0; i < ndim; ++i)
+    if (sizes[i] == 0) return;
   int64_t numel = 1;
   for (int i = 0; i < ndim; ++i) numel *= sizes[i];
-  if (numel == 0) return;
   const size_t dsize = element_size(dst_dtype), ssize = element_size(src_dtype);
   const bool same = dst_dtype == src_dtype;
   const bool ints = is_integral(dst_dtype) && is_integral(src_dtype);
