@@ -10,6 +10,7 @@ Shapes are static: the model takes inputs shaped like ``example_args``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
@@ -17,6 +18,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any, Sequence
@@ -40,10 +42,21 @@ def inductor_configs(device: str = "cpu") -> dict[str, Any]:
     Inductor's cache by absolute path: embed them in the ``.so`` instead, so the
     model file stands alone (where this torch can)."""
     configs = dict(INDUCTOR_CONFIGS)
-    if device.split(":")[0] != "cpu" and hasattr(torch._inductor.config.aot_inductor,
+    if device.split(":")[0] == "cuda" and hasattr(torch._inductor.config.aot_inductor,
                                                   "embed_kernel_binary"):
         configs["aot_inductor.embed_kernel_binary"] = True
     return configs
+
+
+@contextlib.contextmanager
+def _quiet_torch():
+    """Hide torch's internal deprecation notices, which users cannot act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)`",
+                                category=FutureWarning)
+        warnings.filterwarnings("ignore", message=r"`torch.jit.script_method` is deprecated",
+                                category=DeprecationWarning)
+        yield
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -101,21 +114,23 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
     name = name or type(module).__name__
     if not _NAME.match(name):
         raise ValueError(f"invalid model name {name!r}: use letters, digits, '_', '.', '-'")
-    if device.split(":")[0] not in ("cpu", "cuda"):
-        raise ValueError(f"export.compile compiles for torch devices 'cpu' or 'cuda[:N]', "
-                         f"not {device!r}")
+    if device.split(":")[0] not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"export.compile compiles for torch devices 'cpu', 'cuda[:N]' or "
+                         f"'mps', not {device!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     args = tuple(_move(tuple(example_args), device))
     if device != "cpu":
         module = module.to(device)
-    ep = torch.export.export(module, args)
+    with _quiet_torch():
+        ep = torch.export.export(module, args)
     spec = _spec(ep, args)
 
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=out) as tmp:
         package = Path(tmp) / f"{name}.pt2"
-        torch._inductor.aoti_compile_and_package(
-            ep, package_path=str(package), inductor_configs=inductor_configs(device))
+        with _quiet_torch():
+            torch._inductor.aoti_compile_and_package(
+                ep, package_path=str(package), inductor_configs=inductor_configs(device))
         staged = Path(tmp) / "staged"
         staged.mkdir()
         with zipfile.ZipFile(package) as archive:
