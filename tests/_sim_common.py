@@ -1,17 +1,16 @@
-"""Helpers shared by the sim device tests."""
+"""Helpers specific to the sim device tests (device-neutral ones are in views.py)."""
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Iterator
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import aotishim
 from aotishim import shim, sim
 
-NP_DTYPES = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+from views import NP_DTYPES, extent_bytes, gather
 
 
 @pytest.fixture
@@ -26,28 +25,6 @@ def sim_device() -> Iterator[None]:
         aotishim.synchronize("sim")  # runs what a failing test left queued
         shim.cleanup_memory()
         sim.configure()
-
-
-def extent_bytes(sizes: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
-    if any(s == 0 for s in sizes):
-        return 0
-    return (1 + sum((s - 1) * st for s, st in zip(sizes, strides))) * itemsize
-
-
-def gather(base: np.ndarray, sizes: Sequence[int], strides: Sequence[int], offset: int) -> np.ndarray:
-    """The elements a view (sizes, strides, offset in elements) of a 1-D array sees."""
-    item = base.itemsize
-    return np.lib.stride_tricks.as_strided(
-        base[offset:], shape=tuple(sizes), strides=tuple(s * item for s in strides)).copy()
-
-
-def produced_on_device(arr: np.ndarray) -> shim.Tensor:
-    """A sim tensor holding arr whose bytes are written by a device command
-    still pending on the stream (as an earlier kernel's output would be)."""
-    staging = shim.from_numpy(arr, copy=True, device="sim")
-    t = shim.empty_strided(list(arr.shape), None, dtype=str(arr.dtype), device="sim")
-    shim.copy_(t, staging)
-    return t
 
 
 def sim_counters() -> dict:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from aotishim import shim
 
-NP_DTYPES = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+from views import NP_DTYPES, f64
+
 OUT2 = 5  # fc2's output features
 
 
@@ -32,10 +32,6 @@ class ChunkCase:
 LAST_DIM = ChunkCase("LinearChunkLastDim", (12, 8), (16, 1), 8)
 FIRST_DIM = ChunkCase("LinearChunkFirstDim", (6, 16), (16, 1), 96)
 CASES = [LAST_DIM, FIRST_DIM]
-
-
-def f64(a: np.ndarray) -> np.ndarray:
-    return np.asarray(a).astype(np.float64)
 
 
 class ChunkReplay:

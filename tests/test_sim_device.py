@@ -10,7 +10,8 @@ import pytest
 import aotishim
 from aotishim import shim, sim
 
-from _sim_common import delta, produced_on_device, sim_counters, sim_device  # noqa: F401
+from _sim_common import delta, sim_counters, sim_device  # noqa: F401
+from views import produced_on_device
 
 pytestmark = pytest.mark.usefixtures("sim_device")
 
@@ -85,7 +86,7 @@ def test_read_of_a_view_at_an_offset_waits_for_its_allocation():
     """The wait is found by range: a view at an offset into a buffer with a
     pending write synchronizes, exactly once."""
     x = ints((4, 8), 4)
-    buf = produced_on_device(x)
+    buf = produced_on_device(x, "sim")
     view = shim.reinterpret_tensor(buf, [2, 3], [8, 1], 13)
     assert not sim.is_buffer_base(view.data_ptr)
     before = sim_counters()
@@ -98,7 +99,7 @@ def test_read_of_a_packed_view_at_an_offset_waits_for_its_allocation():
     """A contiguous view at an offset is downloaded in place, from an interior
     pointer: the wait is still found by range."""
     x = ints((4, 8), 5)
-    buf = produced_on_device(x)
+    buf = produced_on_device(x, "sim")
     view = shim.reinterpret_tensor(buf, [2, 8], [8, 1], 16)
     before = sim_counters()
     np.testing.assert_array_equal(shim.to_numpy(view), x[2:])
@@ -168,7 +169,7 @@ def test_transposed_operand_is_packed_on_the_stream():
     ordered after its producer, never by the host."""
     sim.configure(order="reverse")
     w = ints((5, 3), 6)
-    W = produced_on_device(w)  # pending producer
+    W = produced_on_device(w, "sim")  # pending producer
     X = shim.from_numpy(ints((4, 3), 7), copy=True, device="sim")
     out = shim.empty_strided([4, 5], None, dtype="float32", device="sim")
     before = sim_counters()
@@ -182,7 +183,7 @@ def test_output_view_at_an_offset_is_written_in_place():
     """cat-style: an op writes its result into a view of a larger buffer."""
     sim.configure(order="reverse")
     init = np.full(8 * 4, 100.0, dtype=np.float32)
-    big = produced_on_device(init)
+    big = produced_on_device(init, "sim")
     a, b = ints((3, 2), 8), ints((2, 3), 9)
     view = shim.reinterpret_tensor(big, [3, 3], [4, 1], 5)
     shim.mm(view, shim.from_numpy(a, copy=True, device="sim"), shim.from_numpy(b, copy=True, device="sim"))
@@ -197,7 +198,7 @@ def test_borrowed_storage_over_sim_memory_binds_the_containing_allocation():
     no hazard (a second buffer object there would be one)."""
     sim.configure(order="reverse")
     x = ints((4, 4), 14)
-    buf = produced_on_device(x)
+    buf = produced_on_device(x, "sim")
     inner = shim.from_blob(buf.data_ptr + 16, [2, 4], None, 0, dtype="float32", device="sim")
     eye = shim.from_numpy(np.eye(4, dtype=np.float32), copy=True, device="sim")
     out = shim.empty_strided([2, 4], None, dtype="float32", device="sim")

@@ -11,7 +11,8 @@ import aotishim
 from aotishim import _core, shim, sim
 
 from _sim_common import host_pack_old, sim_device  # noqa: F401
-from chunk_replay import CASES, FIRST_DIM, LAST_DIM, NP_DTYPES, ChunkReplay
+from chunk_replay import CASES, FIRST_DIM, LAST_DIM, ChunkReplay
+from views import NP_DTYPES
 
 pytestmark = pytest.mark.usefixtures("sim_device")
 

@@ -22,6 +22,8 @@ import aotishim
 from aotishim import _core, shim
 
 from chunk_replay import CASES, ChunkReplay
+from views import (NP_DTYPES, draw_input_view, draw_output_view, expect_buffer, f64,
+                   produced_on_device)
 
 REQUIRED = os.environ.get("AOTISHIM_REQUIRE_MPS") == "1"
 if REQUIRED and "mps" not in aotishim.devices():
@@ -29,7 +31,6 @@ if REQUIRED and "mps" not in aotishim.devices():
 pytestmark = pytest.mark.skipif("mps" not in aotishim.devices(),
                                 reason="no mps device (needs an Apple-platform build and a Metal GPU)")
 
-NP_DTYPES = {"float32": np.dtype(np.float32), "bfloat16": np.dtype(ml_dtypes.bfloat16)}
 GEMM_PATHS = ["mps", "kernel"]  # MPSMatrixMultiplication where it fits / our strided kernel
 
 # ---- the C shims, called through ctypes ----
@@ -134,21 +135,8 @@ def to_mps(a: np.ndarray) -> shim.Tensor:
     return shim.from_numpy(np.ascontiguousarray(a), copy=True, device="mps")
 
 
-def produced_on_device(arr: np.ndarray) -> shim.Tensor:
-    """An mps tensor holding arr whose bytes are written by a GPU command
-    still pending (as an earlier kernel's output would be)."""
-    staging = to_mps(arr)
-    t = shim.empty_strided(list(arr.shape), None, dtype=str(arr.dtype), device="mps")
-    shim.copy_(t, staging)
-    return t
-
-
 def rand(shape, dtype: str, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape).astype(NP_DTYPES[dtype])
-
-
-def f64(a: np.ndarray) -> np.ndarray:
-    return np.asarray(a).astype(np.float64)
 
 
 def tol(dtype: str) -> float:
@@ -159,7 +147,7 @@ def tol(dtype: str) -> float:
 
 def test_read_of_a_packed_view_at_an_offset_waits_exactly_once():
     x = np.arange(32, dtype=np.float32).reshape(4, 8)
-    buf = produced_on_device(x)
+    buf = produced_on_device(x, "mps")
     view = shim.reinterpret_tensor(buf, [2, 8], [8, 1], 16)
     before = counters()
     np.testing.assert_array_equal(shim.to_numpy(view), x[2:])
@@ -173,7 +161,7 @@ def test_read_of_a_packed_view_at_an_offset_waits_exactly_once():
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_read_of_a_strided_view_at_an_offset_sees_the_writes(dtype):
     x = rand((12, 16), dtype, 1)
-    buf = produced_on_device(x)
+    buf = produced_on_device(x, "mps")
     view = shim.reinterpret_tensor(buf, [12, 8], [16, 1], 8)
     np.testing.assert_array_equal(f64(shim.to_numpy(view)), f64(x[:, 8:]))
 
@@ -181,7 +169,7 @@ def test_read_of_a_strided_view_at_an_offset_sees_the_writes(dtype):
 def test_host_write_waits_for_pending_readers():
     """An upload into memory a pending command still reads waits for it."""
     x = np.arange(64, dtype=np.float32)
-    src = produced_on_device(x)
+    src = produced_on_device(x, "mps")
     dst = shim.empty_strided([64], None, dtype="float32", device="mps")
     shim.copy_(dst, src)  # pending: reads src
     shim.copy_(src, shim.from_numpy(np.zeros(64, np.float32), copy=False))  # host -> src
@@ -199,7 +187,7 @@ def test_strided_copy_converts_dtypes(src_dtype, dst_dtype):
     if src_dtype == "uint8":
         ref = np.abs(ref)
     x = ref.astype(np.dtype(ml_dtypes.bfloat16) if src_dtype == "bfloat16" else src_dtype)
-    src = produced_on_device(np.ascontiguousarray(x))
+    src = produced_on_device(np.ascontiguousarray(x), "mps")
     view = shim.reinterpret_tensor(src, [5, 4], [10, 2], 11)  # strided, at an offset
     dst_np = np.dtype(ml_dtypes.bfloat16) if dst_dtype == "bfloat16" else np.dtype(dst_dtype)
     dst = shim.empty_strided([5, 4], [1, 5], dtype=dst_dtype, device="mps")  # column-major
@@ -262,7 +250,7 @@ def test_mm_matches_numpy(dtype, transpose_a, transpose_b, gemm_path):
     M, K, N = 9, 13, 6
     a = rand((K, M) if transpose_a else (M, K), dtype, 20)
     b = rand((N, K) if transpose_b else (K, N), dtype, 21)
-    A, B = produced_on_device(a), produced_on_device(b)
+    A, B = produced_on_device(a, "mps"), produced_on_device(b, "mps")
     av = shim.reinterpret_tensor(A, [M, K], [1, M], 0) if transpose_a else A
     bv = shim.reinterpret_tensor(B, [K, N], [1, K], 0) if transpose_b else B
     out = shim.from_numpy(np.full((M, N), np.nan, NP_DTYPES[dtype]), copy=True, device="mps")
@@ -277,9 +265,9 @@ def test_mm_writes_through_a_view_of_a_cat_buffer(dtype, gemm_path):
     view's elements change."""
     a, b = rand((10, 4), dtype, 30), rand((4, 3), dtype, 31)
     fill = np.arange(88, dtype=np.float32).astype(NP_DTYPES[dtype])
-    buf2 = produced_on_device(fill)
+    buf2 = produced_on_device(fill, "mps")
     out = shim.reinterpret_tensor(buf2, [10, 3], [8, 1], 5)
-    mm(out, produced_on_device(a), produced_on_device(b))
+    mm(out, produced_on_device(a, "mps"), produced_on_device(b, "mps"))
     got = f64(shim.to_numpy(buf2))
     expected = f64(fill).copy()
     view = np.lib.stride_tricks.as_strided(expected[5:], (10, 3), (64, 8))
@@ -293,8 +281,8 @@ def test_addmm_matches_numpy(dtype, bias_shape, gemm_path):
     a, b = rand((4, 7), dtype, 40), rand((7, 5), dtype, 41)
     bias = rand(bias_shape, dtype, 42)
     out = shim.empty_strided([4, 5], None, dtype=dtype, device="mps")
-    addmm(out, produced_on_device(bias), produced_on_device(a), produced_on_device(b),
-          beta=0.5, alpha=2.0)
+    addmm(out, produced_on_device(bias, "mps"), produced_on_device(a, "mps"),
+          produced_on_device(b, "mps"), beta=0.5, alpha=2.0)
     ref = 0.5 * np.broadcast_to(f64(bias), (4, 5)) + 2.0 * (f64(a) @ f64(b))
     np.testing.assert_allclose(f64(shim.to_numpy(out)), ref, rtol=tol(dtype), atol=tol(dtype))
 
@@ -305,7 +293,7 @@ def test_bmm_matches_numpy(dtype, transpose_b, gemm_path):
     Bn, M, K, N = 3, 4, 6, 5
     a = rand((Bn, M, K), dtype, 50)
     b = rand((Bn, N, K) if transpose_b else (Bn, K, N), dtype, 51)
-    A, B = produced_on_device(a), produced_on_device(b)
+    A, B = produced_on_device(a, "mps"), produced_on_device(b, "mps")
     bv = shim.reinterpret_tensor(B, [Bn, K, N], [N * K, 1, K], 0) if transpose_b else B
     out = shim.empty_strided([Bn, M, N], None, dtype=dtype, device="mps")
     bmm(out, A, bv)
@@ -387,10 +375,10 @@ def test_generated_kernel_on_views_at_offsets(kernel, dispatch):
     and writes a view in the middle of another; both read right after."""
     n = 100
     x = np.arange(2 * n, dtype=np.float32)
-    src = produced_on_device(x)
+    src = produced_on_device(x, "mps")
     chunk = shim.reinterpret_tensor(src, [n], [1], n)
     fill = np.full(3 * n, -1.0, np.float32)
-    dst = produced_on_device(fill)
+    dst = produced_on_device(fill, "mps")
     out = shim.reinterpret_tensor(dst, [n], [1], n)
 
     def body(fn):
@@ -584,47 +572,6 @@ RANDOM = settings(max_examples=60, deadline=None,
                   suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-def gather(base: np.ndarray, sizes, strides, offset: int) -> np.ndarray:
-    return np.lib.stride_tricks.as_strided(
-        base[offset:], tuple(sizes), tuple(s * base.itemsize for s in strides)).copy()
-
-
-def draw_input_view(data, sizes, dtype: str, seed: int):
-    """A view with arbitrary non-negative strides (broadcasts and overlaps
-    included) at an offset of a buffer whose write is still pending. Small
-    integers keep every product and sum exact in float32 and bfloat16."""
-    strides = [data.draw(st.integers(0, 7)) for _ in sizes]
-    offset = data.draw(st.integers(0, 9))
-    extent = 1 + sum((s - 1) * st_ for s, st_ in zip(sizes, strides))
-    length = offset + extent + data.draw(st.integers(0, 4))
-    base = np.random.default_rng(seed).integers(-3, 4, length).astype(NP_DTYPES[dtype])
-    view = shim.reinterpret_tensor(produced_on_device(base), list(sizes), strides, offset)
-    return view, f64(gather(base, sizes, strides, offset))
-
-
-def draw_output_view(data, sizes, dtype: str):
-    """A view that never overlaps itself (dims in a random order, padded) at
-    an offset into a larger buffer of known contents."""
-    perm = data.draw(st.permutations(range(len(sizes))))
-    strides = [0] * len(sizes)
-    step = 1
-    for d in reversed(perm):
-        strides[d] = step
-        step = step * sizes[d] + data.draw(st.integers(0, 2))
-    offset = data.draw(st.integers(0, 6))
-    extent = 1 + sum((s - 1) * st_ for s, st_ in zip(sizes, strides))
-    init = np.full(offset + extent + 3, 77, dtype=NP_DTYPES[dtype])
-    buf = produced_on_device(init)
-    return buf, init, shim.reinterpret_tensor(buf, list(sizes), strides, offset), strides, offset
-
-
-def expect_buffer(buf, init, strides, offset, sizes, values, dtype: str) -> None:
-    want = f64(init)
-    np.lib.stride_tricks.as_strided(
-        want[offset:], tuple(sizes), tuple(s * 8 for s in strides))[...] = values
-    np.testing.assert_array_equal(f64(shim.to_numpy(buf)), f64(want.astype(NP_DTYPES[dtype])))
-
-
 def with_gemm_path(path: str, body) -> None:
     saved = os.environ.pop("AOTISHIM_MPS_GEMM", None)
     if path == "kernel":
@@ -648,9 +595,9 @@ def test_mm_and_bmm_random_views(data):
     lead = () if batch is None else (batch,)
 
     def body():
-        a, ra = draw_input_view(data, lead + (m, k), dtype, 1)
-        b, rb = draw_input_view(data, lead + (k, n), dtype, 2)
-        buf, init, out, strides, offset = draw_output_view(data, lead + (m, n), dtype)
+        a, ra = draw_input_view(data, lead + (m, k), dtype, 1, "mps")
+        b, rb = draw_input_view(data, lead + (k, n), dtype, 2, "mps")
+        buf, init, out, strides, offset = draw_output_view(data, lead + (m, n), dtype, "mps")
         (mm if batch is None else bmm)(out, a, b)
         expect_buffer(buf, init, strides, offset, lead + (m, n), ra @ rb, dtype)
 
@@ -665,8 +612,8 @@ def test_copy_random_views(data):
     sizes = tuple(data.draw(st.lists(st.integers(1, 4), min_size=0, max_size=4)))
 
     def body():
-        src, values = draw_input_view(data, sizes, src_dtype, 3)
-        buf, init, dst, strides, offset = draw_output_view(data, sizes, dst_dtype)
+        src, values = draw_input_view(data, sizes, src_dtype, 3, "mps")
+        buf, init, dst, strides, offset = draw_output_view(data, sizes, dst_dtype, "mps")
         shim.copy_(dst, src)
         expect_buffer(buf, init, strides, offset, sizes, values, dst_dtype)
 
