@@ -56,7 +56,6 @@ class CommandStream {
   uint64_t submit(Command command);
   size_t pending() const { return pending_.size(); }
   const std::vector<Command>& pending_commands() const { return pending_; }
-  uint64_t submitted() const { return next_seq_ - 1; }
 
   // Removes every pending command and returns them in an execution order
   // allowed by the ordering rule, chosen by `order` (and `rng` for Shuffle).
