@@ -26,7 +26,6 @@ struct Api {
   Status (*create)(Handle*);
   Status (*destroy)(Handle);
   Status (*set_stream)(Handle, cudaStream_t);
-  Status (*get_version)(Handle, int*);
   const char* (*status_string)(Status);  // may be null in old libraries
   Status (*gemm_strided_batched_ex)(Handle, int transa, int transb, int m, int n, int k,
                                     const void* alpha, const void* a, cudaDataType a_type,
@@ -35,7 +34,6 @@ struct Api {
                                     const void* beta, void* c, cudaDataType c_type, int ldc,
                                     long long stride_c, int batch_count, int compute_type,
                                     int algo);
-  std::string path;  // the library that was loaded
 };
 
 // Loads libcublas on first use (thread-safe) and returns its entry points.

@@ -74,11 +74,9 @@ Api load() {
       continue;
     }
     Api a{};
-    a.path = path;
     resolve(lib, "cublasCreate_v2", a.create, path, true);
     resolve(lib, "cublasDestroy_v2", a.destroy, path, true);
     resolve(lib, "cublasSetStream_v2", a.set_stream, path, true);
-    resolve(lib, "cublasGetVersion_v2", a.get_version, path, true);
     resolve(lib, "cublasGetStatusString", a.status_string, path, false);
     resolve(lib, "cublasGemmStridedBatchedEx", a.gemm_strided_batched_ex, path, true);
     return a;  // the library stays loaded for the life of the process
