@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 from pathlib import Path
 
 import aotishim
@@ -33,12 +34,27 @@ def shim_lib() -> ctypes.CDLL:
     return _lib
 
 
+# CUDA 13, then 12: the runtimes the plugin may be built against.
+CUDART_NAMES = ("libcudart.so.13", "libcudart.so.12")
+
+
 def cudart() -> ctypes.CDLL:
     """The CUDA runtime the plugin links against (already loaded by it)."""
     global _cudart
     if _cudart is None:
         shim_lib()
-        _cudart = ctypes.CDLL("libcudart.so.13")
+        names = [*CUDART_NAMES, ctypes.util.find_library("cudart")]
+        names = [n for i, n in enumerate(names) if n and n not in names[:i]]
+        # First only a runtime already loaded (the plugin's, so streams made
+        # here belong to the runtime it uses), then any that loads.
+        for mode in (os.RTLD_NOLOAD | os.RTLD_NOW, ctypes.DEFAULT_MODE):
+            for name in names:
+                try:
+                    _cudart = ctypes.CDLL(name, mode=mode)
+                    return _cudart
+                except OSError:
+                    continue
+        raise OSError(f"no CUDA runtime could be loaded (tried {', '.join(names)})")
     return _cudart
 
 
