@@ -1,4 +1,5 @@
 // aotishim::Model: one compiled model, its container and its scope.
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -10,7 +11,7 @@
 #include "core/error.h"
 #include "runner/container_api.h"
 #include "runner/shared_library.h"
-#include "runner/weights_file.h"
+#include "runner/mapped_file.h"
 
 namespace aotishim {
 
@@ -24,7 +25,7 @@ struct Model::Impl {
   runner::SharedLibrary library;
   runner::ContainerApi api;
   ContainerHandle container = nullptr;
-  runner::WeightsFile weights;  // the model keeps a pointer into it
+  runner::MappedFile weights;  // the model keeps a pointer into it
   uint64_t scope = 0;
   bool has_scope = false;
   uint64_t blob_size = 0;
@@ -139,24 +140,20 @@ void Model::Impl::feed_weights(const std::string& requested) {
 
   std::string chosen = requested;
   if (chosen.empty()) {
-    for (const std::string& candidate : default_weights_paths(path)) {
-      if (fs::is_regular_file(candidate)) {
-        chosen = candidate;
-        break;
-      }
+    const std::vector<std::string> candidates = default_weights_paths(path);
+    const auto found = std::find_if(candidates.begin(), candidates.end(),
+                                    [](const std::string& c) { return fs::is_regular_file(c); });
+    if (found == candidates.end()) {
+      throw Error("the weights of '" + path + "' were not found: looked for '" + candidates[0] +
+                  "' and '" + candidates[1] + "' (pass the weights path explicitly)");
     }
-    if (chosen.empty()) {
-      const auto tried = default_weights_paths(path);
-      throw Error("the weights of '" + path + "' were not found: looked for '" + tried[0] +
-                  "' and '" + tried[1] + "' (pass the weights path explicitly)");
-    }
-  } else if (!fs::exists(chosen)) {
-    throw Error("weights file '" + chosen + "' does not exist");
+    chosen = *found;
   }
   if (!api.update_constants_from_blob) {
     throw Error("'" + path + "' cannot take a weights blob (no AOTInductorModelUpdateConstantsFromBlob)");
   }
-  weights = runner::WeightsFile(chosen);
+  // Opening it is the existence check: "cannot open weights '...': No such file or directory".
+  weights = runner::MappedFile(chosen, "weights");
   if (external && weights.size() < blob_size) {
     throw Error("weights file '" + chosen + "' is truncated: it holds " +
                 std::to_string(weights.size()) + " bytes but the model expects " +
@@ -200,7 +197,7 @@ std::vector<std::string> Model::Impl::teardown() {
     for (std::string& leak : destroy_scope(scope)) found.push_back(std::move(leak));
     has_scope = false;
   }
-  weights = runner::WeightsFile();
+  weights = runner::MappedFile();
   library = runner::SharedLibrary();
   return found;
 }
