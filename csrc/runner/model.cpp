@@ -63,6 +63,9 @@ std::string file_stem(const std::string& so_path) {
                                                               : p.filename().string();
 }
 
+// Whether host strides describe a packed row-major layout. (The core's
+// Tensor::is_contiguous answers this for tensors; the runner keeps to the
+// public API, and these are not tensors yet.)
 bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
   if (strides.empty()) return true;
   if (strides.size() != sizes.size()) return false;
@@ -75,12 +78,6 @@ bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>
     expected *= sizes[d];
   }
   return true;
-}
-
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size(), 1);
-  for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
-  return strides;
 }
 
 void delete_if_live(AtenTensorHandle handle) {
@@ -307,14 +304,12 @@ std::vector<HostOutput> Model::run_host(const std::vector<HostInput>& inputs) {
     try {
       for (const HostInput& in : inputs) {
         if (m.device == "cpu" && is_contiguous(in.sizes, in.strides)) {
-          // Borrowed: the caller's buffer outlives the run.
-          handles.push_back(borrow_host_memory(const_cast<void*>(in.data), in.sizes,
-                                               contiguous_strides(in.sizes), in.dtype, nullptr));
+          // Borrowed: the caller's buffer outlives the run. Empty strides
+          // mean packed, which is what the model checks for.
+          handles.push_back(borrow_host_memory(const_cast<void*>(in.data), in.sizes, {},
+                                               in.dtype, nullptr));
         } else {
-          handles.push_back(copy_from_host(in.data, in.sizes,
-                                           in.strides.empty() ? contiguous_strides(in.sizes)
-                                                              : in.strides,
-                                           in.dtype, m.device));
+          handles.push_back(copy_from_host(in.data, in.sizes, in.strides, in.dtype, m.device));
         }
       }
     } catch (...) {
