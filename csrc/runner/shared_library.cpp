@@ -155,14 +155,6 @@ void make_shims_global() {
   });
 }
 
-std::string shim_library_path() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&aotishim_last_error), &info) && info.dli_fname) {
-    return info.dli_fname;
-  }
-  return "libaotishim";
-}
-
 ShimCheck check_model_symbols(const std::string& path) {
   ShimCheck check;
   if (!elf_platform()) return check;
