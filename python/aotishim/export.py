@@ -16,7 +16,6 @@ import inspect
 import json
 import os
 import re
-import shutil
 import tempfile
 import warnings
 import zipfile
@@ -25,7 +24,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .model import SPEC_FORMAT, package_members
+from .model import SPEC_FORMAT, extract_package
 
 __all__ = ["INDUCTOR_CONFIGS", "compile", "compile_cached", "inductor_configs"]
 
@@ -134,13 +133,8 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
         staged = Path(tmp) / "staged"
         staged.mkdir()
         with zipfile.ZipFile(package) as archive:
-            so_member, blob_member = package_members(archive)
-            with archive.open(so_member) as src, open(staged / f"{name}.so", "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            if blob_member is not None:
-                with archive.open(blob_member) as src, \
-                        open(staged / f"{name}.weights.blob", "wb") as dst:
-                    shutil.copyfileobj(src, dst)
+            _, blob_member = extract_package(archive, staged / f"{name}.so",
+                                             staged / f"{name}.weights.blob")
         (staged / f"{name}.spec.json").write_text(json.dumps(spec, indent=1) + "\n")
 
         blob = out / f"{name}.weights.blob"

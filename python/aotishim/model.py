@@ -332,6 +332,20 @@ def package_members(archive: zipfile.ZipFile) -> tuple[str, str | None]:
     return so, (blob if blob in names else None)
 
 
+def extract_package(archive: zipfile.ZipFile, so_path: Path,
+                    blob_path: Path | None = None) -> tuple[str, str | None]:
+    """Writes the model ``.so`` of a ``.pt2`` archive to ``so_path`` and, when
+    ``blob_path`` is given and the package has one, its weights blob there.
+    Returns the archive members (see :func:`package_members`)."""
+    so_member, blob_member = package_members(archive)
+    with archive.open(so_member) as src, open(so_path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    if blob_path is not None and blob_member is not None:
+        with archive.open(blob_member) as src, open(blob_path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    return so_member, blob_member
+
+
 def load(path: str | Path, *, weights: str | Path | None = None, device: str = "cpu") -> Model:
     """Load a compiled model for ``device`` ("cpu", "cuda:0", ...).
 
@@ -371,16 +385,12 @@ def _load_package(package: Path, weights: str | Path | None, device: str) -> Mod
     except zipfile.BadZipFile as e:
         raise ModelError(f"'{package}' is not a readable .pt2 package: {e}") from None
     with archive, tempfile.TemporaryDirectory(prefix="aotishim-pt2-") as tmp:
+        so = Path(tmp) / "model.so"
         try:
-            so_member, blob_member = package_members(archive)
+            _, blob_member = extract_package(
+                archive, so, Path(tmp) / "model.weights.blob" if weights is None else None)
         except ModelError as e:
             raise ModelError(f"'{package}': {e}") from None
-        so = Path(tmp) / "model.so"
-        with archive.open(so_member) as src, open(so, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        if blob_member is not None and weights is None:
-            with archive.open(blob_member) as src, open(Path(tmp) / "model.weights.blob", "wb") as dst:
-                shutil.copyfileobj(src, dst)
         # Once loaded, the library is mapped and the weights copied into the
         # model, so the extracted files can go with the temporary directory.
         model = _load_library(so, package, weights, device)
