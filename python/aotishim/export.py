@@ -11,6 +11,7 @@ Shapes are static: the model takes inputs shaped like ``example_args``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import inspect
 import json
@@ -107,7 +108,8 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
     Returns the path of ``<out_dir>/<name>.so``; the weights blob
     (``<name>.weights.blob``) and spec (``<name>.spec.json``) lie beside it.
     ``name`` defaults to the module's class name. ``device`` is a torch device
-    ("cpu", "cuda:0"); the module and example tensors are moved there.
+    ("cpu", "cuda:0"); copies of the module and example tensors are moved
+    there (the caller's module stays where it is).
     Files appear atomically: a failed compile leaves an existing model intact.
     """
     name = name or type(module).__name__
@@ -120,7 +122,8 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
     out.mkdir(parents=True, exist_ok=True)
     args = tuple(_move(tuple(example_args), device))
     if device != "cpu":
-        module = module.to(device)
+        # nn.Module.to moves parameters in place: move a copy, not the caller's module.
+        module = copy.deepcopy(module).to(device)
     with _quiet_torch():
         ep = torch.export.export(module, args)
     spec = _spec(ep, args)
