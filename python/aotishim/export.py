@@ -27,7 +27,8 @@ import torch
 
 from .model import SPEC_FORMAT, extract_package
 
-__all__ = ["INDUCTOR_CONFIGS", "compile", "compile_cached", "inductor_configs"]
+__all__ = ["INDUCTOR_CONFIGS", "compile", "compile_cached", "compile_exported",
+           "inductor_configs"]
 
 # What makes a model loadable without libtorch, with its weights outside the code.
 INDUCTOR_CONFIGS: dict[str, Any] = {
@@ -113,19 +114,33 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
     Files appear atomically: a failed compile leaves an existing model intact.
     """
     name = name or type(module).__name__
-    if not _NAME.match(name):
-        raise ValueError(f"invalid model name {name!r}: use letters, digits, '_', '.', '-'")
-    if device.split(":")[0] not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"export.compile compiles for torch devices 'cpu', 'cuda[:N]' or "
-                         f"'mps', not {device!r}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    _check_name_and_device(name, device)
     args = tuple(_move(tuple(example_args), device))
     if device != "cpu":
         # nn.Module.to moves parameters in place: move a copy, not the caller's module.
         module = copy.deepcopy(module).to(device)
     with _quiet_torch():
         ep = torch.export.export(module, args)
+    return compile_exported(ep, args, out_dir, name=name, device=device)
+
+
+def _check_name_and_device(name: str, device: str) -> None:
+    if not _NAME.match(name):
+        raise ValueError(f"invalid model name {name!r}: use letters, digits, '_', '.', '-'")
+    if device.split(":")[0] not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"export.compile compiles for torch devices 'cpu', 'cuda[:N]' or "
+                         f"'mps', not {device!r}")
+
+
+def compile_exported(ep: "torch.export.ExportedProgram", example_args: Sequence[Any],
+                     out_dir: str | Path, *, name: str, device: str = "cpu") -> Path:
+    """:func:`compile` for a program already exported with ``torch.export``
+    on ``example_args`` (tensors on ``device``): the same files, the same
+    atomicity."""
+    _check_name_and_device(name, device)
+    args = tuple(example_args)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     spec = _spec(ep, args)
 
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=out) as tmp:
