@@ -120,14 +120,35 @@ def test_output_that_is_a_constant(compiled):
 
 
 def test_output_that_aliases_an_input(compiled):
+    """The model returns its input handle as output 0. When that input borrows
+    the caller's array, Model::run must hand back a copy (its clone of outputs
+    over storage the model does not own), never a view of the array."""
+    from aotishim import shim
+
     c = compiled("alias_input")
-    x = c.inputs[0].copy()
-    with aotishim.load(c.so) as m:
-        for _ in range(3):
-            outputs = m(x)
-            c.check(outputs)
-            assert not np.shares_memory(outputs[0], x)  # handed back as a copy
-    assert m.leaks == []
+    base_live = live()
+    m = aotishim.load(c.so)
+    results = []
+    for _ in range(3):
+        x = c.inputs[0].copy()
+        start, end = x.ctypes.data, x.ctypes.data + x.nbytes
+        borrowed = shim.from_numpy(x)  # no copy: the tensor is a view of x's memory
+        assert not borrowed.owns_storage and borrowed.data_ptr == start
+        outputs = m.run_tensors(borrowed)
+        assert not borrowed.is_live  # consumed
+        alias = outputs[0]
+        assert not start <= alias.data_ptr < end, "output 0 is a view of the caller's array"
+        assert alias.owns_storage
+        c.check(tuple(t.numpy() for t in outputs))
+        x[...] = np.nan  # the caller reuses its array: the output must not see it
+        del x
+        results.append(outputs)
+    assert m.close() == []
+    for outputs in results:
+        c.check(tuple(t.numpy() for t in outputs))  # valid without the input and the model
+        for t in outputs:
+            shim.delete(t)
+    assert live() == base_live
 
 
 def test_non_contiguous_inputs(compiled):
