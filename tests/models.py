@@ -93,14 +93,7 @@ class Compiled:
 def build(name: str, dtype: torch.dtype = torch.float32) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     if name in _EXTRA:
         factory, shapes = _EXTRA[name]
-        state = torch.random.get_rng_state()
-        try:
-            torch.manual_seed(1)
-            module = factory().eval().to(dtype)
-            inputs = tuple(torch.randn(*s).to(dtype) for s in shapes)
-        finally:
-            torch.random.set_rng_state(state)
-        return module, inputs
+        return zoo.build_seeded(factory, shapes, dtype, seed=1)
     return zoo.build(name, dtype)
 
 

@@ -27,7 +27,10 @@ def test_demo_reduced(compiled, model_cache):
     names = ["mlp", "linear_chunk_first_dim"]
     for n in names:
         compiled(n)  # warm the shared cache; the demo finds the same models there
-    r = cli("demo", "--models", ",".join(names), "--loads", "2", "--cache-dir", str(model_cache))
+    # The demo's default is the best device (cuda:0 on a GPU machine); the rows
+    # below are the cpu's.
+    r = cli("demo", "--models", ",".join(names), "--loads", "2", "--device", "cpu",
+            "--cache-dir", str(model_cache))
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
     header = next(i for i, l in enumerate(lines) if l.startswith("model "))

@@ -132,7 +132,6 @@ void bind_model(py::module_& m) {
         return out;
       },
       py::arg("path"), "The shims a model library imports and which aotishim lacks (no loading).");
-  m.def("default_weights_paths", &default_weights_paths, py::arg("so_path"));
   m.def(
       "release_outputs",
       [](const std::vector<uintptr_t>& slots, py::object convert) {

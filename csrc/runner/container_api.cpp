@@ -43,7 +43,6 @@ ContainerApi ContainerApi::resolve(const SharedLibrary& library) {
   bind(library, "AOTInductorModelContainerGetConstantsBlobSize", api.constants_blob_size, false);
   bind(library, "AOTInductorModelUpdateConstantsFromBlob", api.update_constants_from_blob, false);
   bind(library, "AOTInductorModelContainerExtractConstantsMapEntries", api.constant_entries, false);
-  bind(library, "AOTInductorModelContainerGetCallSpec", api.call_spec, false);
   bind(library, "AOTInductorGetLastError", api.last_error, false);
   return api;
 }

@@ -40,7 +40,6 @@ struct ContainerApi {
   AOTIRuntimeError (*update_constants_from_blob)(ContainerHandle, const uint8_t*) = nullptr;
   AOTIRuntimeError (*constant_entries)(ContainerHandle, const ConstantMapEntry**, size_t*,
                                        bool use_inactive) = nullptr;
-  AOTIRuntimeError (*call_spec)(ContainerHandle, const char**, const char**) = nullptr;
   AOTIRuntimeError (*last_error)(const char**) = nullptr;
 
   // Throws aotishim::Error naming the first required entry point missing.

@@ -2,10 +2,9 @@
 
 #include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "aotishim/error.h"
+#include "runner/mapped_file.h"
 
 #if defined(__linux__) || defined(__FreeBSD__)
 #include <elf.h>
@@ -25,15 +24,9 @@ bool elf_platform() {
 #ifdef AOTISHIM_HAVE_ELF
 namespace {
 
-std::vector<char> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open '" + path + "'");
-  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 // Every read is bounds-checked: a damaged file must give an error, not a crash.
 template <typename T>
-T read_at(const std::vector<char>& bytes, uint64_t offset, const std::string& path) {
+T read_at(const MappedFile& bytes, uint64_t offset, const std::string& path) {
   if (offset > bytes.size() || bytes.size() - offset < sizeof(T)) {
     throw Error("'" + path + "' is a damaged ELF file (read past its end)");
   }
@@ -52,14 +45,16 @@ bool host_is_little_endian() {
 }  // namespace
 
 DynamicSymbols read_dynamic_symbols(const std::string& path) {
-  const std::vector<char> bytes = read_file(path);
+  // Mapped, not read: a CUDA model's library can be tens of MB, and only its
+  // headers and dynamic symbol tables are looked at.
+  const MappedFile bytes(path, "model library");
   if (bytes.size() < EI_NIDENT || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0) {
     throw Error("'" + path + "' is not a shared library (no ELF header)");
   }
-  if (static_cast<unsigned char>(bytes[EI_CLASS]) != ELFCLASS64) {
+  if (bytes.data()[EI_CLASS] != ELFCLASS64) {
     throw Error("'" + path + "' is not a 64-bit ELF shared library");
   }
-  const unsigned char data = static_cast<unsigned char>(bytes[EI_DATA]);
+  const unsigned char data = bytes.data()[EI_DATA];
   if ((data == ELFDATA2LSB) != host_is_little_endian()) {
     throw Error("'" + path + "' was built for another byte order");
   }
@@ -88,7 +83,8 @@ DynamicSymbols read_dynamic_symbols(const std::string& path) {
     for (uint64_t s = 1; s < count; ++s) {  // entry 0 is the reserved null symbol
       const auto sym = read_at<Elf64_Sym>(bytes, section.sh_offset + s * sizeof(Elf64_Sym), path);
       if (sym.st_name >= strings.sh_size) continue;
-      const char* begin = bytes.data() + strings.sh_offset + sym.st_name;
+      const char* begin =
+          reinterpret_cast<const char*>(bytes.data()) + strings.sh_offset + sym.st_name;
       const size_t limit = strings.sh_size - sym.st_name;
       const size_t length = strnlen(begin, limit);
       if (length == 0 || length == limit) continue;  // unnamed or unterminated

@@ -1,4 +1,5 @@
 // aotishim::Model: one compiled model, its container and its scope.
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -10,7 +11,7 @@
 #include "core/error.h"
 #include "runner/container_api.h"
 #include "runner/shared_library.h"
-#include "runner/weights_file.h"
+#include "runner/mapped_file.h"
 
 namespace aotishim {
 
@@ -24,7 +25,7 @@ struct Model::Impl {
   runner::SharedLibrary library;
   runner::ContainerApi api;
   ContainerHandle container = nullptr;
-  runner::WeightsFile weights;  // the model keeps a pointer into it
+  runner::MappedFile weights;  // the model keeps a pointer into it
   uint64_t scope = 0;
   bool has_scope = false;
   uint64_t blob_size = 0;
@@ -56,12 +57,32 @@ void enable_model_input_checks() {
   std::call_once(once, [] { setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0); });
 }
 
+// CPU models run their own kernels on OpenMP threads and our fallback GEMMs
+// on BLAS threads; OpenMP threads that spin after each parallel region keep
+// the cores from the BLAS threads (measured: a 3-layer MLP ran 20x slower).
+// Ask OpenMP to wait passively unless the user chose a policy. It is read
+// when the OpenMP runtime loads, which is with the first CPU model.
+void prefer_passive_openmp() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr &&
+        std::getenv("KMP_BLOCKTIME") == nullptr) {
+      setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    }
+  });
+}
+
+bool is_cpu(const std::string& device) { return device.substr(0, device.find(':')) == "cpu"; }
+
 std::string file_stem(const std::string& so_path) {
   fs::path p(so_path);
   return p.extension() == ".so" || p.extension() == ".dylib" ? p.stem().string()
                                                               : p.filename().string();
 }
 
+// Whether host strides describe a packed row-major layout. (The core's
+// Tensor::is_contiguous answers this for tensors; the runner keeps to the
+// public API, and these are not tensors yet.)
 bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
   if (strides.empty()) return true;
   if (strides.size() != sizes.size()) return false;
@@ -74,12 +95,6 @@ bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>
     expected *= sizes[d];
   }
   return true;
-}
-
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size(), 1);
-  for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
-  return strides;
 }
 
 void delete_if_live(AtenTensorHandle handle) {
@@ -139,24 +154,20 @@ void Model::Impl::feed_weights(const std::string& requested) {
 
   std::string chosen = requested;
   if (chosen.empty()) {
-    for (const std::string& candidate : default_weights_paths(path)) {
-      if (fs::is_regular_file(candidate)) {
-        chosen = candidate;
-        break;
-      }
+    const std::vector<std::string> candidates = default_weights_paths(path);
+    const auto found = std::find_if(candidates.begin(), candidates.end(),
+                                    [](const std::string& c) { return fs::is_regular_file(c); });
+    if (found == candidates.end()) {
+      throw Error("the weights of '" + path + "' were not found: looked for '" + candidates[0] +
+                  "' and '" + candidates[1] + "' (pass the weights path explicitly)");
     }
-    if (chosen.empty()) {
-      const auto tried = default_weights_paths(path);
-      throw Error("the weights of '" + path + "' were not found: looked for '" + tried[0] +
-                  "' and '" + tried[1] + "' (pass the weights path explicitly)");
-    }
-  } else if (!fs::exists(chosen)) {
-    throw Error("weights file '" + chosen + "' does not exist");
+    chosen = *found;
   }
   if (!api.update_constants_from_blob) {
     throw Error("'" + path + "' cannot take a weights blob (no AOTInductorModelUpdateConstantsFromBlob)");
   }
-  weights = runner::WeightsFile(chosen);
+  // Opening it is the existence check: "cannot open weights '...': No such file or directory".
+  weights = runner::MappedFile(chosen, "weights");
   if (external && weights.size() < blob_size) {
     throw Error("weights file '" + chosen + "' is truncated: it holds " +
                 std::to_string(weights.size()) + " bytes but the model expects " +
@@ -200,7 +211,7 @@ std::vector<std::string> Model::Impl::teardown() {
     for (std::string& leak : destroy_scope(scope)) found.push_back(std::move(leak));
     has_scope = false;
   }
-  weights = runner::WeightsFile();
+  weights = runner::MappedFile();
   library = runner::SharedLibrary();
   return found;
 }
@@ -246,6 +257,7 @@ std::unique_ptr<Model> Model::load(const std::string& so_path, const std::string
   if (!fs::is_regular_file(so_path)) throw Error("model path '" + so_path + "' is not a file");
   runner::require_loadable(so_path, runner::check_model_symbols(so_path));
   enable_model_input_checks();
+  if (is_cpu(device)) prefer_passive_openmp();  // before the library brings OpenMP in
 
   std::unique_ptr<Model> model(new Model());
   Impl& m = *model->impl_;
@@ -310,14 +322,12 @@ std::vector<HostOutput> Model::run_host(const std::vector<HostInput>& inputs) {
     try {
       for (const HostInput& in : inputs) {
         if (m.device == "cpu" && is_contiguous(in.sizes, in.strides)) {
-          // Borrowed: the caller's buffer outlives the run.
-          handles.push_back(borrow_host_memory(const_cast<void*>(in.data), in.sizes,
-                                               contiguous_strides(in.sizes), in.dtype, nullptr));
+          // Borrowed: the caller's buffer outlives the run. Empty strides
+          // mean packed, which is what the model checks for.
+          handles.push_back(borrow_host_memory(const_cast<void*>(in.data), in.sizes, {},
+                                               in.dtype, nullptr));
         } else {
-          handles.push_back(copy_from_host(in.data, in.sizes,
-                                           in.strides.empty() ? contiguous_strides(in.sizes)
-                                                              : in.strides,
-                                           in.dtype, m.device));
+          handles.push_back(copy_from_host(in.data, in.sizes, in.strides, in.dtype, m.device));
         }
       }
     } catch (...) {

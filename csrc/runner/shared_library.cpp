@@ -55,25 +55,9 @@ std::string private_copy(const std::string& path) {
   return pattern;
 }
 
-// CPU models run their own kernels on OpenMP threads and our fallback GEMMs
-// on BLAS threads; OpenMP threads that spin after each parallel region keep
-// the cores from the BLAS threads (measured: a 3-layer MLP ran 20x slower).
-// Ask OpenMP to wait passively unless the user chose a policy. It is read
-// when the OpenMP runtime loads, which is with the first CPU model.
-void prefer_passive_openmp() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr &&
-        std::getenv("KMP_BLOCKTIME") == nullptr) {
-      setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-    }
-  });
-}
-
 }  // namespace
 
 SharedLibrary::SharedLibrary(const std::string& path) : path_(path) {
-  prefer_passive_openmp();
   // The loader hands back an already-loaded library for a path it has seen,
   // even when the file there was replaced since (models compiled again into
   // the same place; model libraries are often never unloaded). A changed
@@ -169,14 +153,6 @@ void make_shims_global() {
     dlopen("libstdc++.so.6", RTLD_NOW | RTLD_GLOBAL);
 #endif
   });
-}
-
-std::string shim_library_path() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&aotishim_last_error), &info) && info.dli_fname) {
-    return info.dli_fname;
-  }
-  return "libaotishim";
 }
 
 ShimCheck check_model_symbols(const std::string& path) {

@@ -31,9 +31,6 @@ class SharedLibrary {
 // RTLD_LOCAL), so a model opened later resolves aoti_torch_* to us. Idempotent.
 void make_shims_global();
 
-// Path of the loaded libaotishim.
-std::string shim_library_path();
-
 struct ShimCheck {
   std::vector<std::string> needed;      // aoti_* symbols the model leaves undefined
   std::vector<std::string> missing;     // ... that libaotishim does not define

@@ -21,7 +21,7 @@ import numpy as np
 
 import aotishim
 from aotishim import _core
-from aotishim.model import Model, ModelError, package_members
+from aotishim.model import Model, ModelError, extract_package
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -188,11 +188,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         so = path
         if zipfile.is_zipfile(path):
             tmp = tempfile.mkdtemp(prefix="aotishim-info-")
+            so = Path(tmp) / "model.so"
             with zipfile.ZipFile(path) as archive:
-                member, _ = package_members(archive)
-                so = Path(tmp) / "model.so"
-                with archive.open(member) as src, open(so, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
+                extract_package(archive, so)
         report = _core.inspect_library(str(so))
         print(f"model:   {path}")
         print(f"library: {'an AOTInductor model' if report['is_model'] else 'NOT an AOTInductor model'}")

@@ -11,12 +11,12 @@ Shapes are static: the model takes inputs shaped like ``example_args``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import inspect
 import json
 import os
 import re
-import shutil
 import tempfile
 import warnings
 import zipfile
@@ -25,9 +25,10 @@ from typing import Any, Sequence
 
 import torch
 
-from .model import SPEC_FORMAT, package_members
+from .model import SPEC_FORMAT, extract_package
 
-__all__ = ["INDUCTOR_CONFIGS", "compile", "compile_cached", "inductor_configs"]
+__all__ = ["INDUCTOR_CONFIGS", "compile", "compile_cached", "compile_exported",
+           "inductor_configs"]
 
 # What makes a model loadable without libtorch, with its weights outside the code.
 INDUCTOR_CONFIGS: dict[str, Any] = {
@@ -108,22 +109,38 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
     Returns the path of ``<out_dir>/<name>.so``; the weights blob
     (``<name>.weights.blob``) and spec (``<name>.spec.json``) lie beside it.
     ``name`` defaults to the module's class name. ``device`` is a torch device
-    ("cpu", "cuda:0"); the module and example tensors are moved there.
+    ("cpu", "cuda:0"); copies of the module and example tensors are moved
+    there (the caller's module stays where it is).
     Files appear atomically: a failed compile leaves an existing model intact.
     """
     name = name or type(module).__name__
+    _check_name_and_device(name, device)
+    args = tuple(_move(tuple(example_args), device))
+    if device != "cpu":
+        # nn.Module.to moves parameters in place: move a copy, not the caller's module.
+        module = copy.deepcopy(module).to(device)
+    with _quiet_torch():
+        ep = torch.export.export(module, args)
+    return compile_exported(ep, args, out_dir, name=name, device=device)
+
+
+def _check_name_and_device(name: str, device: str) -> None:
     if not _NAME.match(name):
         raise ValueError(f"invalid model name {name!r}: use letters, digits, '_', '.', '-'")
     if device.split(":")[0] not in ("cpu", "cuda", "mps"):
         raise ValueError(f"export.compile compiles for torch devices 'cpu', 'cuda[:N]' or "
                          f"'mps', not {device!r}")
+
+
+def compile_exported(ep: "torch.export.ExportedProgram", example_args: Sequence[Any],
+                     out_dir: str | Path, *, name: str, device: str = "cpu") -> Path:
+    """:func:`compile` for a program already exported with ``torch.export``
+    on ``example_args`` (tensors on ``device``): the same files, the same
+    atomicity."""
+    _check_name_and_device(name, device)
+    args = tuple(example_args)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    args = tuple(_move(tuple(example_args), device))
-    if device != "cpu":
-        module = module.to(device)
-    with _quiet_torch():
-        ep = torch.export.export(module, args)
     spec = _spec(ep, args)
 
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=out) as tmp:
@@ -134,13 +151,8 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
         staged = Path(tmp) / "staged"
         staged.mkdir()
         with zipfile.ZipFile(package) as archive:
-            so_member, blob_member = package_members(archive)
-            with archive.open(so_member) as src, open(staged / f"{name}.so", "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            if blob_member is not None:
-                with archive.open(blob_member) as src, \
-                        open(staged / f"{name}.weights.blob", "wb") as dst:
-                    shutil.copyfileobj(src, dst)
+            _, blob_member = extract_package(archive, staged / f"{name}.so",
+                                             staged / f"{name}.weights.blob")
         (staged / f"{name}.spec.json").write_text(json.dumps(spec, indent=1) + "\n")
 
         blob = out / f"{name}.weights.blob"

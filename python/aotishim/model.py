@@ -103,10 +103,13 @@ class Model:
         self._source = source
         self._input_specs = input_specs
         self._output_specs = output_specs
-        self._leaks: list[str] = []
+        # Fixed once loaded: read from C++ here, not on every run.
+        self._input_names = tuple(core.input_names)
+        self._output_names = tuple(core.output_names)
+        self._constant_names = tuple(core.constant_names)
         self._weights_label: str | None = None  # set for models loaded from packages
-        if input_specs is not None and len(input_specs) != len(core.input_names):
-            n = len(core.input_names)
+        if input_specs is not None and len(input_specs) != len(self._input_names):
+            n = len(self._input_names)
             core.close()
             raise ModelError(f"model spec '{spec_path(core.path)}' lists {len(input_specs)} "
                              f"inputs but the model takes {n}")
@@ -122,11 +125,10 @@ class Model:
         model runs.
         """
         core = self._open_core()
-        names = self.input_names
-        if len(arrays) != len(names):
+        if len(arrays) != len(self._input_names):
             raise ModelInputError(
-                f"{self.name} takes {len(names)} input(s) ({self._describe_inputs()}), "
-                f"got {len(arrays)}")
+                f"{self.name} takes {len(self._input_names)} input(s) "
+                f"({self._describe_inputs()}), got {len(arrays)}")
         prepared = [self._prepare(i, a) for i, a in enumerate(arrays)]
         try:
             raw = core.run_host(prepared)
@@ -153,19 +155,18 @@ class Model:
 
     def _prepare(self, index: int, value: Any) -> tuple[np.ndarray, int]:
         array = np.asarray(value)
-        label = f"input {index} ({self._input_label(index)})"
         try:
             code = dtype_code(array.dtype)
         except ValueError as e:
-            raise ModelInputError(f"{label}: {e}") from None
+            raise ModelInputError(f"{self._input_label(index)}: {e}") from None
         if self._input_specs is not None:
             spec = self._input_specs[index]
             if dtype_name(code) != spec.dtype:
-                raise ModelInputError(
-                    f"{label} has dtype {dtype_name(code)}, the model expects {spec.dtype}")
+                raise ModelInputError(f"{self._input_label(index)} has dtype {dtype_name(code)}, "
+                                      f"the model expects {spec.dtype}")
             if tuple(array.shape) != spec.shape:
-                raise ModelInputError(
-                    f"{label} has shape {list(array.shape)}, the model expects {list(spec.shape)}")
+                raise ModelInputError(f"{self._input_label(index)} has shape {list(array.shape)}, "
+                                      f"the model expects {list(spec.shape)}")
         # Strided inputs are copied into a packed tensor by the runtime; only
         # layouts it cannot describe (negative or unaligned strides) are packed here.
         if any(s < 0 or s % array.itemsize for s in array.strides):
@@ -173,14 +174,15 @@ class Model:
         return array, code
 
     def _input_label(self, index: int) -> str:
-        if self._input_specs is not None:
-            return self._input_specs[index].name
-        return self.input_names[index]
+        """How messages name input ``index`` (built only when one is raised)."""
+        name = (self._input_specs[index].name if self._input_specs is not None
+                else self._input_names[index])
+        return f"input {index} ({name})"
 
     def _describe_inputs(self) -> str:
         if self._input_specs is not None:
             return ", ".join(s.describe() for s in self._input_specs)
-        return ", ".join(self.input_names)
+        return ", ".join(self._input_names)
 
     # ---- lifetime ----
     def close(self) -> list[str]:
@@ -192,7 +194,6 @@ class Model:
         if self._core.closed:
             return []
         leaks = list(self._core.close())
-        self._leaks = leaks
         if leaks:
             warnings.warn(f"{self.name} left {len(leaks)} tensor(s) behind: {leaks}",
                           LeakWarning, stacklevel=2)
@@ -245,15 +246,15 @@ class Model:
     @property
     def input_names(self) -> list[str]:
         """The compiled model's input names (as AOTInductor names them)."""
-        return list(self._core.input_names)
+        return list(self._input_names)
 
     @property
     def output_names(self) -> list[str]:
-        return list(self._core.output_names)
+        return list(self._output_names)
 
     @property
     def constant_names(self) -> list[str]:
-        return list(self._core.constant_names)
+        return list(self._constant_names)
 
     @property
     def input_specs(self) -> list[TensorSpec] | None:
@@ -297,7 +298,7 @@ class Model:
     @property
     def leaks(self) -> list[str]:
         """What :meth:`close` found left in the model's scope."""
-        return list(self._leaks)
+        return list(self._core.leaks)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"device={self.device}"
@@ -329,6 +330,20 @@ def package_members(archive: zipfile.ZipFile) -> tuple[str, str | None]:
     so = libraries[0]
     blob = so[:-len(".so")] + "_weights.blob"
     return so, (blob if blob in names else None)
+
+
+def extract_package(archive: zipfile.ZipFile, so_path: Path,
+                    blob_path: Path | None = None) -> tuple[str, str | None]:
+    """Writes the model ``.so`` of a ``.pt2`` archive to ``so_path`` and, when
+    ``blob_path`` is given and the package has one, its weights blob there.
+    Returns the archive members (see :func:`package_members`)."""
+    so_member, blob_member = package_members(archive)
+    with archive.open(so_member) as src, open(so_path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    if blob_path is not None and blob_member is not None:
+        with archive.open(blob_member) as src, open(blob_path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    return so_member, blob_member
 
 
 def load(path: str | Path, *, weights: str | Path | None = None, device: str = "cpu") -> Model:
@@ -370,16 +385,12 @@ def _load_package(package: Path, weights: str | Path | None, device: str) -> Mod
     except zipfile.BadZipFile as e:
         raise ModelError(f"'{package}' is not a readable .pt2 package: {e}") from None
     with archive, tempfile.TemporaryDirectory(prefix="aotishim-pt2-") as tmp:
+        so = Path(tmp) / "model.so"
         try:
-            so_member, blob_member = package_members(archive)
+            _, blob_member = extract_package(
+                archive, so, Path(tmp) / "model.weights.blob" if weights is None else None)
         except ModelError as e:
             raise ModelError(f"'{package}': {e}") from None
-        so = Path(tmp) / "model.so"
-        with archive.open(so_member) as src, open(so, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        if blob_member is not None and weights is None:
-            with archive.open(blob_member) as src, open(Path(tmp) / "model.weights.blob", "wb") as dst:
-                shutil.copyfileobj(src, dst)
         # Once loaded, the library is mapped and the weights copied into the
         # model, so the extracted files can go with the temporary directory.
         model = _load_library(so, package, weights, device)

@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-__all__ = ["MODELS", "build"]
+__all__ = ["MODELS", "build", "build_seeded"]
 
 
 class MLP(nn.Module):
@@ -100,6 +100,14 @@ def build(name: str, dtype: torch.dtype = torch.float32,
     if name not in _SPECS:
         raise KeyError(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
     factory, shapes = _SPECS[name]
+    return build_seeded(factory, shapes, dtype, seed)
+
+
+def build_seeded(factory: Callable[[], nn.Module], shapes: list[tuple[int, ...]],
+                 dtype: torch.dtype = torch.float32,
+                 seed: int = 0) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """``factory()`` in eval mode and random inputs of ``shapes``, both in
+    ``dtype`` and drawn from ``seed`` (torch's global generator is restored)."""
     generator_state = torch.random.get_rng_state()
     try:
         torch.manual_seed(seed)

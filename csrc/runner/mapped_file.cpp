@@ -1,4 +1,4 @@
-#include "runner/weights_file.h"
+#include "runner/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,13 +12,13 @@
 
 namespace aotishim::runner {
 
-WeightsFile::WeightsFile(const std::string& path) {
+MappedFile::MappedFile(const std::string& path, const std::string& what) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("cannot open weights '" + path + "': " + std::strerror(errno));
+  if (fd < 0) throw Error("cannot open " + what + " '" + path + "': " + std::strerror(errno));
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
-    throw Error("weights '" + path + "' is not a regular file");
+    throw Error(what + " '" + path + "' is not a regular file");
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {
@@ -27,27 +27,27 @@ WeightsFile::WeightsFile(const std::string& path) {
     if (mapped == MAP_FAILED) {
       const int err = errno;
       close(fd);
-      throw Error("cannot map weights '" + path + "': " + std::strerror(err));
+      throw Error("cannot map " + what + " '" + path + "': " + std::strerror(err));
     }
     data_ = static_cast<const uint8_t*>(mapped);
   }
   close(fd);
 }
 
-WeightsFile::~WeightsFile() { reset(); }
+MappedFile::~MappedFile() { reset(); }
 
-void WeightsFile::reset() {
+void MappedFile::reset() {
   if (data_) munmap(const_cast<uint8_t*>(data_), size_);
   data_ = nullptr;
   size_ = 0;
 }
 
-WeightsFile::WeightsFile(WeightsFile&& other) noexcept : data_(other.data_), size_(other.size_) {
+MappedFile::MappedFile(MappedFile&& other) noexcept : data_(other.data_), size_(other.size_) {
   other.data_ = nullptr;
   other.size_ = 0;
 }
 
-WeightsFile& WeightsFile::operator=(WeightsFile&& other) noexcept {
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     reset();
     data_ = other.data_;
