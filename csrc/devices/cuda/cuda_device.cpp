@@ -131,10 +131,6 @@ void CudaDevice::upload(const Tensor& dst, const void* host_src) {
   }
 }
 
-void CudaDevice::prepare_host_access(const void*, size_t, bool) {
-  fail(str("memory on ", name(), " is not addressable from the host; copy it to the cpu first"));
-}
-
 void CudaDevice::synchronize() {
   DeviceScope on(index());
   AOTISHIM_CUDA_CHECK(cudaDeviceSynchronize());
