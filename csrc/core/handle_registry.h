@@ -27,6 +27,12 @@ void release(AtenTensorHandle handle);
 std::vector<std::string> release_scope(uint64_t scope);
 // Number of handles ever deleted (for tests that prove "exactly once").
 uint64_t released_count();
+// Forgets a scope and releases its handles, atomically with respect to
+// register_tensor (no tensor can join it afterwards); throws for the default
+// or an unknown scope.
+std::vector<std::string> release_and_forget_scope(uint64_t scope);
+// Number of live handles, all scopes together.
+size_t live_count();
 
 // Per-scope counts, in the public API's shape.
 std::vector<ScopeMemory> scope_stats();

@@ -26,10 +26,7 @@ uint64_t create_scope(const std::string& name) { return new_scope(name); }
 
 std::vector<std::string> destroy_scope(uint64_t scope) {
   AOTISHIM_CHECK(scope != kDefaultScope, "the default scope cannot be destroyed");
-  AOTISHIM_CHECK(scope_exists(scope), "scope ", scope, " does not exist");
-  std::vector<std::string> leaked = release_scope(scope);
-  forget_scope(scope);
-  return leaked;
+  return release_and_forget_scope(scope);
 }
 
 uint64_t current_scope_id() { return current_scope(); }
@@ -47,12 +44,12 @@ MemoryStats memory_stats() {
   MemoryStats stats;
   stats.released_handles = released_count();
   stats.scopes = scope_stats();
-  for (const ScopeMemory& s : stats.scopes) stats.live_tensors += s.tensors;
   for (Device* d : created_devices()) {
     DeviceCounters c = d->counters();
     stats.devices.push_back(DeviceMemory{d->name(), d->allocations().count(), d->allocations().bytes(),
                                          c.synchronizes, c.hazards, c.commands});
   }
+  stats.live_tensors = live_count();
   return stats;
 }
 
