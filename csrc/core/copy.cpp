@@ -104,13 +104,9 @@ Tensor clone_preserving_strides(const Tensor& src) {
 
 void copy_to_host_packed(const Tensor& src, void* host_dst) {
   if (src.numel() == 0) return;
-  Tensor dst;
-  dst.dtype = src.dtype;
-  dst.sizes = src.sizes;
-  dst.strides = contiguous_strides(src.sizes);
-  dst.storage = Storage::borrow(get_device(DeviceType::CPU), host_dst,
-                                static_cast<size_t>(src.numel()) * src.itemsize());
-  copy_tensor(dst, src);
+  copy_tensor(borrowed_tensor(get_device(DeviceType::CPU), host_dst, src.dim(), src.sizes.data(),
+                              nullptr, src.dtype),
+              src);
 }
 
 }  // namespace aotishim

@@ -78,15 +78,10 @@ void copy_to_host(AtenTensorHandle src, void* dst) {
 AtenTensorHandle borrow_host_memory(void* data, const std::vector<int64_t>& sizes,
                                     const std::vector<int64_t>& strides, int32_t dtype,
                                     std::shared_ptr<void> keepalive) {
-  Tensor t;
-  t.dtype = dtype_from_int(dtype);
-  read_shape(static_cast<int64_t>(sizes.size()), sizes.data(),
-             strides.empty() ? nullptr : strides.data(), t.sizes, t.strides);
-  int64_t extent = checked_extent(t.sizes, t.strides);
-  t.storage = Storage::borrow(get_device(DeviceType::CPU), data,
-                              static_cast<size_t>(extent) * element_size(t.dtype),
-                              std::move(keepalive));
-  return register_tensor(std::move(t));
+  return register_tensor(borrowed_tensor(get_device(DeviceType::CPU), data,
+                                         static_cast<int64_t>(sizes.size()), sizes.data(),
+                                         strides.empty() ? nullptr : strides.data(),
+                                         dtype_from_int(dtype), 0, std::move(keepalive)));
 }
 
 AtenTensorHandle copy_from_host(const void* data, const std::vector<int64_t>& sizes,
@@ -95,13 +90,9 @@ AtenTensorHandle copy_from_host(const void* data, const std::vector<int64_t>& si
   DeviceType type;
   int32_t index;
   parse_device(device, type, index);
-  Tensor host;
-  host.dtype = dtype_from_int(dtype);
-  read_shape(static_cast<int64_t>(sizes.size()), sizes.data(),
-             strides.empty() ? nullptr : strides.data(), host.sizes, host.strides);
-  int64_t extent = checked_extent(host.sizes, host.strides);
-  host.storage = Storage::borrow(get_device(DeviceType::CPU), const_cast<void*>(data),
-                                 static_cast<size_t>(extent) * element_size(host.dtype));
+  Tensor host = borrowed_tensor(get_device(DeviceType::CPU), const_cast<void*>(data),
+                                static_cast<int64_t>(sizes.size()), sizes.data(),
+                                strides.empty() ? nullptr : strides.data(), dtype_from_int(dtype));
   Tensor out = make_empty(get_device(type, index), host.dtype, host.sizes);
   copy_tensor(out, host);
   return register_tensor(std::move(out));
