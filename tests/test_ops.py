@@ -616,6 +616,23 @@ def test_cpu_shims_reject_other_devices(sim):
     a = on_sim(np.ones((2, 3), dtype=np.float32))
     b = on_sim(np.ones((3, 2), dtype=np.float32))
     out = shim.empty_strided([2, 2], None, dtype="float32", device="sim")
+def test_generic_api_errors_are_raised_not_logged(capfd):
+    # The device-generic C++ API only throws: the C shims that call it log an
+    # error once with their own name; a Python caller gets the exception alone.
+    for call in (lambda: shim.mm(t32([2, 2]), t32([2, 3]), t32([2, 2])),
+                 lambda: shim.addmm(t32([2, 2]), t32([2]), t32([2, 3]), t32([2, 2])),
+                 lambda: shim.bmm(t32([1, 2, 2]), t32([1, 2, 3]), t32([1, 2, 2]))):
+        with pytest.raises(shim.ShimError) as err:
+            call()
+        assert not str(err.value).startswith(("mm_out", "addmm_out", "bmm_out")), err.value
+    assert capfd.readouterr().err == ""
+    with pytest.raises(shim.ShimError, match=r"^aoti_torch_cpu_mm_out: "):
+        shim.cpu_mm_out(t32([2, 2]), t32([2, 3]), t32([2, 2]))
+    logged = capfd.readouterr().err.strip().splitlines()
+    assert len(logged) == 1 and logged[0].startswith("[aotishim error] aoti_torch_cpu_mm_out: ")
+    assert "mm_out: mm_out" not in logged[0]
+
+
     with pytest.raises(shim.ShimError, match=r"^aoti_torch_cpu_mm_out: out is on sim.*runs on the cpu"):
         shim.cpu_mm_out(out, a, b)
     with pytest.raises(shim.ShimError, match=r"^aoti_torch_cpu_addmm_out: out is on sim"):
