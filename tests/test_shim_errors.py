@@ -95,6 +95,27 @@ def test_unknown_and_unavailable_devices():
 def test_views_must_stay_inside_storage():
     base = shim.empty_strided([4, 4])
     with pytest.raises(shim.ShimError, match="outside its storage"):
+@pytest.mark.parametrize("name", ["gpu", "cuda:", "cpu:1", "sim:-1", "sim:x", "", ":0", "CPU"])
+def test_invalid_device_names(name):
+    # One parser (the C++ one) for Python and the runtime alike.
+    with pytest.raises(ValueError, match="invalid device"):
+        _core.parse_device(name)
+    with pytest.raises(ValueError, match="invalid device"):
+        shim.empty_strided([2], device=name)
+    with pytest.raises(shim.ShimError, match="invalid device"):
+        _core.synchronize(name)
+
+
+def test_device_names_as_the_abi_numbers():
+    assert _core.parse_device("cpu") == (0, -1)
+    assert _core.parse_device("cpu:0") == (0, -1)
+    assert _core.parse_device("sim") == (20, 0)
+    assert _core.parse_device("sim:0") == (20, 0)
+    assert _core.parse_device("cuda:1") == (1, 1)
+    assert _core.parse_device("mps") == (13, 0)
+    assert shim.empty_strided([2], device="cpu:0").device == "cpu"
+
+
         shim.reinterpret_tensor(base, [4, 4], [4, 1], 1)
     with pytest.raises(shim.ShimError, match="outside its storage"):
         shim.reinterpret_tensor(base, [2, 2], [16, 1], 0)

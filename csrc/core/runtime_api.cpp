@@ -22,6 +22,13 @@ void synchronize(const std::string& device) {
   get_device(type, index).synchronize();
 }
 
+AbiDevice parse_device_abi(const std::string& device) {
+  DeviceType type;
+  int32_t index;
+  parse_device(device, type, index);
+  return AbiDevice{static_cast<int32_t>(type), type == DeviceType::CPU ? -1 : index};
+}
+
 uint64_t create_scope(const std::string& name) { return new_scope(name); }
 
 std::vector<std::string> destroy_scope(uint64_t scope) {

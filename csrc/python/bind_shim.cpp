@@ -210,6 +210,18 @@ void bind_shim(py::module_& m) {
         [](uintptr_t h) { check(aoti_torch_delete_tensor_object(to_handle(h))); });
   m.def("get", &get, "Call one aoti_torch_get_* shim by name.");
   m.def("tensor_info", &info);
+  m.def(
+      "parse_device",
+      [](const std::string& device) {
+        AbiDevice d;
+        try {
+          d = parse_device_abi(device);
+        } catch (const Error& e) {
+          throw py::value_error(e.what());  // a bad argument, as Python reports one
+        }
+        return py::make_tuple(d.type, d.index);
+      },
+      py::arg("device"), "'cpu' -> (0, -1), 'sim' -> (20, 0), 'cuda:1' -> (1, 1).");
   m.def("is_live", [](uintptr_t h) { return is_live_handle(to_handle(h)); });
   m.def("element_size", [](int32_t dtype) { return aoti_torch_dtype_element_size(dtype); });
   m.def("last_error", [] { return std::string(aotishim_last_error()); });
