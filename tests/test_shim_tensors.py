@@ -165,6 +165,18 @@ def test_copy_between_overlapping_views_uses_source_values():
     np.testing.assert_array_equal(buf, np.array([0, 1, 0, 3, 2, 5, 4, 7, 6, 9], np.float32))
 
 
+def test_from_numpy_copy_accepts_negative_strides():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for view in (a[::-1], a[:, ::-2], a[::-1, ::-1].T):
+        with pytest.raises(shim.ShimError, match="negative or unaligned strides"):
+            shim.from_numpy(view)  # borrowing cannot
+        t = shim.from_numpy(view, copy=True)
+        assert t.owns_storage and t.sizes == list(view.shape)
+        np.testing.assert_array_equal(shim.to_numpy(t), view)
+        t2 = shim.from_numpy(view, copy=True, device="sim")
+        np.testing.assert_array_equal(shim.to_numpy(t2), view)
+
+
 def test_from_numpy_non_contiguous_and_keepalive():
     import gc
 
