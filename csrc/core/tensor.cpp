@@ -51,6 +51,12 @@ size_t Tensor::extent_bytes() const {
   return static_cast<size_t>(checked_extent(sizes, strides)) * itemsize();
 }
 
+std::string shape_string(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
   std::vector<int64_t> strides(sizes.size());
   int64_t running = 1;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "aotishim/export.h"
@@ -37,6 +38,9 @@ struct Tensor {
 };
 
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+
+// "[2, 3]": sizes or strides in error messages.
+std::string shape_string(const std::vector<int64_t>& dims);
 
 // Validates sizes/strides (non-negative, no overflow) and returns the extent in
 // elements: 1 + sum((size-1)*stride), or 0 for an empty tensor.

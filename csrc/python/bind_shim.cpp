@@ -142,17 +142,23 @@ py::dict info(uintptr_t handle) {
   return d;
 }
 
+// An array's strides in elements; throws `why` for negative or unaligned ones.
+Shape element_strides(const py::array& array, const char* why) {
+  Shape strides(array.ndim());
+  for (py::ssize_t i = 0; i < array.ndim(); ++i) {
+    if (array.strides(i) < 0 || array.strides(i) % array.itemsize() != 0) throw Error(why);
+    strides[i] = array.strides(i) / array.itemsize();
+  }
+  return strides;
+}
+
 // Borrow a numpy array's memory; the array stays alive while any view of it
 // does (the keepalive drops its reference under the GIL).
 uintptr_t borrow_array(py::array array, int32_t dtype) {
   if (!array.writeable()) throw Error("cannot borrow a read-only array; pass copy=True");
   Shape sizes(array.shape(), array.shape() + array.ndim());
-  Shape strides(array.ndim());
-  for (py::ssize_t i = 0; i < array.ndim(); ++i) {
-    if (array.strides(i) < 0 || array.strides(i) % array.itemsize() != 0)
-      throw Error("cannot borrow an array with negative or unaligned strides; pass copy=True");
-    strides[i] = array.strides(i) / array.itemsize();
-  }
+  Shape strides = element_strides(
+      array, "cannot borrow an array with negative or unaligned strides; pass copy=True");
   auto* holder = new py::object(array);
   std::shared_ptr<void> keepalive(holder, [](void* p) {
     py::gil_scoped_acquire gil;
@@ -164,12 +170,7 @@ uintptr_t borrow_array(py::array array, int32_t dtype) {
 
 uintptr_t copy_array(py::array array, int32_t dtype, const std::string& device) {
   Shape sizes(array.shape(), array.shape() + array.ndim());
-  Shape strides(array.ndim());
-  for (py::ssize_t i = 0; i < array.ndim(); ++i) {
-    if (array.strides(i) < 0 || array.strides(i) % array.itemsize() != 0)
-      throw Error("array has negative or unaligned strides");
-    strides[i] = array.strides(i) / array.itemsize();
-  }
+  Shape strides = element_strides(array, "array has negative or unaligned strides");
   const void* data = array.data();
   py::gil_scoped_release release;
   return from_handle(copy_from_host(data, sizes, strides, dtype, device));
