@@ -34,15 +34,31 @@ uintptr_t empty_strided(const Shape& sizes, const std::optional<Shape>& strides,
   return from_handle(h);
 }
 
+// aoti_torch_create_tensor_from_blob_v2, layout and opaque metadata included
+// (so tests can pass bad ones).
 uintptr_t from_blob(uintptr_t address, const Shape& sizes, const std::optional<Shape>& strides,
                     int64_t storage_offset, int32_t dtype, int32_t device_type,
-                    int32_t device_index) {
+                    int32_t device_index, int32_t layout, const py::bytes& opaque_metadata) {
   if (strides && strides->size() != sizes.size()) throw Error("sizes and strides differ in length");
+  std::string metadata = opaque_metadata;
   AtenTensorHandle h = nullptr;
   check(aoti_torch_create_tensor_from_blob_v2(
       reinterpret_cast<void*>(address), static_cast<int64_t>(sizes.size()), sizes.data(),
-      strides_or_null(strides), storage_offset, dtype, device_type, device_index, &h,
-      aoti_torch_layout_strided(), nullptr, 0));
+      strides_or_null(strides), storage_offset, dtype, device_type, device_index, &h, layout,
+      metadata.empty() ? nullptr : reinterpret_cast<const uint8_t*>(metadata.data()),
+      static_cast<int64_t>(metadata.size())));
+  return from_handle(h);
+}
+
+// aoti_torch_create_tensor_from_blob (v1: no layout, no metadata).
+uintptr_t from_blob_v1(uintptr_t address, const Shape& sizes, const std::optional<Shape>& strides,
+                       int64_t storage_offset, int32_t dtype, int32_t device_type,
+                       int32_t device_index) {
+  if (strides && strides->size() != sizes.size()) throw Error("sizes and strides differ in length");
+  AtenTensorHandle h = nullptr;
+  check(aoti_torch_create_tensor_from_blob(
+      reinterpret_cast<void*>(address), static_cast<int64_t>(sizes.size()), sizes.data(),
+      strides_or_null(strides), storage_offset, dtype, device_type, device_index, &h));
   return from_handle(h);
 }
 
@@ -194,9 +210,25 @@ void to_host(uintptr_t handle, py::array out) {
 
 void bind_shim(py::module_& m) {
   m.def("constants", &constants, "The ABI's constant-returning shims.");
+  m.def(
+      "parse_device",
+      [](const std::string& device) {
+        AbiDevice d;
+        try {
+          d = parse_device_abi(device);
+        } catch (const Error& e) {
+          throw py::value_error(e.what());  // a bad argument, as Python reports one
+        }
+        return py::make_tuple(d.type, d.index);
+      },
+      py::arg("device"), "'cpu' -> (0, -1), 'sim' -> (20, 0), 'cuda:1' -> (1, 1).");
   m.def("empty_strided", &empty_strided, py::arg("sizes"), py::arg("strides"), py::arg("dtype"),
         py::arg("device_type"), py::arg("device_index"));
   m.def("create_tensor_from_blob", &from_blob, py::arg("address"), py::arg("sizes"),
+        py::arg("strides"), py::arg("storage_offset"), py::arg("dtype"), py::arg("device_type"),
+        py::arg("device_index"), py::arg("layout") = aoti_torch_layout_strided(),
+        py::arg("opaque_metadata") = py::bytes());
+  m.def("create_tensor_from_blob_v1", &from_blob_v1, py::arg("address"), py::arg("sizes"),
         py::arg("strides"), py::arg("storage_offset"), py::arg("dtype"), py::arg("device_type"),
         py::arg("device_index"));
   m.def("reinterpret_tensor", &reinterpret);
@@ -210,19 +242,22 @@ void bind_shim(py::module_& m) {
   m.def("delete_tensor_object",
         [](uintptr_t h) { check(aoti_torch_delete_tensor_object(to_handle(h))); });
   m.def("get", &get, "Call one aoti_torch_get_* shim by name.");
+  m.def("get_size", [](uintptr_t h, int64_t d) {
+    int64_t v = 0;
+    check(aoti_torch_get_size(to_handle(h), d, &v));
+    return v;
+  });
+  m.def("get_stride", [](uintptr_t h, int64_t d) {
+    int64_t v = 0;
+    check(aoti_torch_get_stride(to_handle(h), d, &v));
+    return v;
+  });
+  m.def("is_defined", [](uintptr_t h) {
+    bool v = false;
+    check(aoti_torch_is_defined(to_handle(h), &v));
+    return v;
+  });
   m.def("tensor_info", &info);
-  m.def(
-      "parse_device",
-      [](const std::string& device) {
-        AbiDevice d;
-        try {
-          d = parse_device_abi(device);
-        } catch (const Error& e) {
-          throw py::value_error(e.what());  // a bad argument, as Python reports one
-        }
-        return py::make_tuple(d.type, d.index);
-      },
-      py::arg("device"), "'cpu' -> (0, -1), 'sim' -> (20, 0), 'cuda:1' -> (1, 1).");
   m.def("is_live", [](uintptr_t h) { return is_live_handle(to_handle(h)); });
   m.def("element_size", [](int32_t dtype) { return aoti_torch_dtype_element_size(dtype); });
   m.def("last_error", [] { return std::string(aotishim_last_error()); });
