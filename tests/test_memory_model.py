@@ -150,6 +150,25 @@ def test_current_scope_is_per_thread():
     assert not shim.is_live(mine) and shim.is_live(made["t"])
 
 
+def test_tensor_made_in_a_destroyed_scope_joins_the_default_scope():
+    # What a thread sees when another destroys its current scope between two
+    # of its calls: its next tensor must not land in the forgotten scope,
+    # where no statistic would ever count it (a leak nobody can see).
+    scope = _core.create_scope("doomed")
+
+    def body():
+        assert len(_core.destroy_scope(scope)) == 0
+        return shim.empty_strided([3])
+
+    t = _core.in_scope(scope, body)
+    assert shim.is_live(t)
+    stats = aotishim.memory_stats()
+    assert stats["live_tensors"] == 1
+    assert sum(s["tensors"] for s in stats["scopes"]) == 1
+    assert _default_scope()["tensors"] == 1
+    assert shim.cleanup_memory() == 1 and not shim.is_live(t)
+
+
 def test_default_scope_cannot_be_destroyed():
     with pytest.raises(shim.ShimError, match="default scope"):
         _core.destroy_scope(1)

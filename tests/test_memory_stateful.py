@@ -66,6 +66,9 @@ class MemoryMachine(RuleBasedStateMachine):
     # ---- rules ----
     @rule(target=handles, n=st.integers(1, 40))
     def create(self, n):
+        return self._create(n)
+
+    def _create(self, n):
         values = self.rng.standard_normal(n).astype(np.float32)
         t = shim.from_numpy(values, copy=True, device=self.device)
         self.views[t.handle] = _View(self._new_storage(values.copy(), True), 0, [n], [1])
@@ -73,11 +76,8 @@ class MemoryMachine(RuleBasedStateMachine):
 
     @rule(target=handles, n=st.integers(1, 40))
     def borrow(self, n):
-        if self.device != "cpu":
-            values = self.rng.standard_normal(n).astype(np.float32)
-            t = shim.from_numpy(values, copy=True, device=self.device)
-            self.views[t.handle] = _View(self._new_storage(values.copy(), True), 0, [n], [1])
-            return t
+        if self.device != "cpu":  # only cpu tensors borrow; elsewhere it is a create
+            return self._create(n)
         array = self.rng.standard_normal(n).astype(np.float32)
         self.borrowed_arrays.append(array)
         t = shim.from_numpy(array)

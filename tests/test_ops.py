@@ -43,13 +43,6 @@ def call_addmm(api, out, bias, a, b, beta, alpha):
         shim.cpu_addmm_out(out, bias, a, b, beta, alpha)
 
 
-@pytest.fixture(autouse=True)
-def _release_tensors():
-    # Handles are not freed automatically; each test leaves its scope empty.
-    yield
-    shim.cleanup_memory()
-
-
 def cpu_allocations() -> int:
     for d in aotishim.memory_stats()["devices"]:
         if d["device"] == "cpu":
@@ -72,12 +65,7 @@ class View:
     def __init__(self, buf: np.ndarray, base, dtype, sizes, strides, offset):
         self.buf, self.base, self.dtype = buf, base, dtype
         self.sizes, self.strides, self.offset = list(sizes), list(strides), offset
-        if sizes:
-            self.t = shim.reinterpret_tensor(base, list(sizes), list(strides), offset)
-        else:
-            # A 0-d view of the same element (the Python binding hands the C
-            # shim no strides array for 0-d, which it rejects).
-            self.t = shim.from_numpy(buf[offset : offset + 1].reshape(()))
+        self.t = shim.reinterpret_tensor(base, list(sizes), list(strides), offset)
         item = buf.itemsize
         self.np = as_strided(buf[offset:], tuple(sizes), tuple(s * item for s in strides))
 
@@ -626,6 +614,23 @@ def test_cpu_shims_reject_other_devices(sim):
             shim.reinterpret_tensor(a, [1, 2, 3], [6, 3, 1], 0),
             shim.reinterpret_tensor(b, [1, 3, 2], [6, 2, 1], 0),
         )
+
+
+def test_generic_api_errors_are_raised_not_logged(capfd):
+    # The device-generic C++ API only throws: the C shims that call it log an
+    # error once with their own name; a Python caller gets the exception alone.
+    for call in (lambda: shim.mm(t32([2, 2]), t32([2, 3]), t32([2, 2])),
+                 lambda: shim.addmm(t32([2, 2]), t32([2]), t32([2, 3]), t32([2, 2])),
+                 lambda: shim.bmm(t32([1, 2, 2]), t32([1, 2, 3]), t32([1, 2, 2]))):
+        with pytest.raises(shim.ShimError) as err:
+            call()
+        assert not str(err.value).startswith(("mm_out", "addmm_out", "bmm_out")), err.value
+    assert capfd.readouterr().err == ""
+    with pytest.raises(shim.ShimError, match=r"^aoti_torch_cpu_mm_out: "):
+        shim.cpu_mm_out(t32([2, 2]), t32([2, 3]), t32([2, 2]))
+    logged = capfd.readouterr().err.strip().splitlines()
+    assert len(logged) == 1 and logged[0].startswith("[aotishim error] aoti_torch_cpu_mm_out: ")
+    assert "mm_out: mm_out" not in logged[0]
 
 
 def test_operands_on_different_devices(sim):

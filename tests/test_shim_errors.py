@@ -17,6 +17,9 @@ def _handle_shims(h):
     good = shim.empty_strided([2, 2])
     calls = [lambda g=g: _core.get(h, g) for g in GETTERS]
     calls += [
+        lambda: _core.get_size(h, 0),
+        lambda: _core.get_stride(h, 0),
+        lambda: _core.is_defined(h),
         lambda: _core.reinterpret_tensor(h, [1], [1], 0),
         lambda: _core.new_tensor_handle(h),
         lambda: _core.assign_tensors_out(h),
@@ -92,6 +95,27 @@ def test_unknown_and_unavailable_devices():
         shim.empty_strided([2], device="gpu")
 
 
+@pytest.mark.parametrize("name", ["gpu", "cuda:", "cpu:1", "sim:-1", "sim:x", "", ":0", "CPU"])
+def test_invalid_device_names(name):
+    # One parser (the C++ one) for Python and the runtime alike.
+    with pytest.raises(ValueError, match="invalid device"):
+        _core.parse_device(name)
+    with pytest.raises(ValueError, match="invalid device"):
+        shim.empty_strided([2], device=name)
+    with pytest.raises(shim.ShimError, match="invalid device"):
+        _core.synchronize(name)
+
+
+def test_device_names_as_the_abi_numbers():
+    assert _core.parse_device("cpu") == (0, -1)
+    assert _core.parse_device("cpu:0") == (0, -1)
+    assert _core.parse_device("sim") == (20, 0)
+    assert _core.parse_device("sim:0") == (20, 0)
+    assert _core.parse_device("cuda:1") == (1, 1)
+    assert _core.parse_device("mps") == (13, 0)
+    assert shim.empty_strided([2], device="cpu:0").device == "cpu"
+
+
 def test_views_must_stay_inside_storage():
     base = shim.empty_strided([4, 4])
     with pytest.raises(shim.ShimError, match="outside its storage"):
@@ -110,6 +134,31 @@ def test_from_blob_rejects_null_and_bad_layout():
     with pytest.raises(shim.ShimError, match="null"):
         shim.from_blob(0, [4], dtype="float32")
     assert shim.get(shim.from_blob(0, [0], dtype="float32"), "numel") == 0
+    buf = np.zeros(4, np.float32)
+    f32, cpu = _core.constants()["dtype_float32"], _core.constants()["device_type_cpu"]
+    strided = _core.constants()["layout_strided"]
+    args = (buf.ctypes.data, [4], None, 0, f32, cpu, -1)
+    live = aotishim.memory_stats()["live_tensors"]
+    with pytest.raises(shim.ShimError, match=r"^aoti_torch_create_tensor_from_blob_v2: unsupported layout 2"):
+        _core.create_tensor_from_blob(*args, layout=strided + 2)
+    with pytest.raises(shim.ShimError, match=r"^aoti_torch_create_tensor_from_blob_v2: opaque metadata"):
+        _core.create_tensor_from_blob(*args, opaque_metadata=b"\x01\x02")
+    assert aotishim.memory_stats()["live_tensors"] == live  # nothing made on failure
+    t = shim.Tensor(_core.create_tensor_from_blob(*args, layout=strided, opaque_metadata=b""))
+    assert t.sizes == [4] and t.data_ptr == buf.ctypes.data and not t.owns_storage
+
+
+def test_from_blob_v1_borrows_with_offset_and_checks_like_v2():
+    buf = np.arange(10, dtype=np.float32)
+    f32, cpu = _core.constants()["dtype_float32"], _core.constants()["device_type_cpu"]
+    t = shim.Tensor(_core.create_tensor_from_blob_v1(buf.ctypes.data, [2, 3], [4, 1], 1, f32, cpu, -1))
+    assert (t.sizes, t.strides, t.storage_offset) == ([2, 3], [4, 1], 1)
+    assert t.data_ptr == buf.ctypes.data + 4 and not t.owns_storage
+    np.testing.assert_array_equal(shim.to_numpy(t), np.array([[1, 2, 3], [5, 6, 7]], np.float32))
+    with pytest.raises(shim.ShimError, match=r"^aoti_torch_create_tensor_from_blob: data pointer is null"):
+        _core.create_tensor_from_blob_v1(0, [4], None, 0, f32, cpu, -1)
+    with pytest.raises(shim.ShimError, match="storage offset"):
+        _core.create_tensor_from_blob_v1(buf.ctypes.data, [2], None, 2**63 - 1, f32, cpu, -1)
 
 
 def test_from_blob_rejects_an_offset_that_overflows():
@@ -140,10 +189,27 @@ def test_copy_shape_mismatch():
 
 
 def test_size_and_stride_dimension_checks():
-    t = shim.empty_strided([2, 3])
+    t = shim.empty_strided([2, 3], [1, 2])
     assert _core.get(t.handle, "dim") == 2
     with pytest.raises(ValueError, match="unknown getter"):
         _core.get(t.handle, "nonsense")
+    assert [_core.get_size(t.handle, d) for d in (0, 1, -1, -2)] == [2, 3, 3, 2]
+    assert [_core.get_stride(t.handle, d) for d in (0, 1, -1, -2)] == [1, 2, 2, 1]
+    for d in (2, -3, 2**62):
+        with pytest.raises(shim.ShimError, match=r"^aoti_torch_get_size: dimension .* out of range for a 2-d"):
+            _core.get_size(t.handle, d)
+        with pytest.raises(shim.ShimError, match=r"^aoti_torch_get_stride: dimension .* out of range for a 2-d"):
+            _core.get_stride(t.handle, d)
+    scalar = shim.empty_strided([])
+    with pytest.raises(shim.ShimError, match="out of range for a 0-d"):
+        _core.get_size(scalar.handle, 0)
+    with pytest.raises(shim.ShimError, match="out of range for a 0-d"):
+        _core.get_stride(scalar.handle, -1)
+
+
+def test_is_defined_for_live_tensors():
+    assert _core.is_defined(shim.empty_strided([2]).handle) is True
+    assert _core.is_defined(shim.empty_strided([0]).handle) is True
 
 
 def test_read_only_array_cannot_be_borrowed():

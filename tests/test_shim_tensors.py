@@ -150,12 +150,31 @@ def test_copy_broadcasts_and_honours_strides():
 
 
 def test_copy_between_overlapping_views_uses_source_values():
+    # Non-dense views (stride 2), so the copy is an element loop, not a
+    # memmove that handles overlap by itself: dst = buf[2::2], src = buf[0:8:2].
+    # Written in order without a snapshot of src, each element would read the
+    # one written just before it (all zeros).
     buf = np.arange(10, dtype=np.float32)
+    expected = buf.copy()
+    expected[2:10:2] = buf[0:8:2].copy()
     base = shim.from_numpy(buf)
-    dst = shim.reinterpret_tensor(base, [8], [1], 2)
-    src = shim.reinterpret_tensor(base, [8], [1], 0)
+    dst = shim.reinterpret_tensor(base, [4], [2], 2)
+    src = shim.reinterpret_tensor(base, [4], [2], 0)
     shim.copy_(dst, src)
-    np.testing.assert_array_equal(buf, np.array([0, 1, 0, 1, 2, 3, 4, 5, 6, 7], np.float32))
+    np.testing.assert_array_equal(buf, expected)
+    np.testing.assert_array_equal(buf, np.array([0, 1, 0, 3, 2, 5, 4, 7, 6, 9], np.float32))
+
+
+def test_from_numpy_copy_accepts_negative_strides():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for view in (a[::-1], a[:, ::-2], a[::-1, ::-1].T):
+        with pytest.raises(shim.ShimError, match="negative or unaligned strides"):
+            shim.from_numpy(view)  # borrowing cannot
+        t = shim.from_numpy(view, copy=True)
+        assert t.owns_storage and t.sizes == list(view.shape)
+        np.testing.assert_array_equal(shim.to_numpy(t), view)
+        t2 = shim.from_numpy(view, copy=True, device="sim")
+        np.testing.assert_array_equal(shim.to_numpy(t2), view)
 
 
 def test_from_numpy_non_contiguous_and_keepalive():

@@ -16,19 +16,43 @@ bool same_geometry(const Tensor& a, const Tensor& b) {
          a.dtype == b.dtype;
 }
 
-// Packs a device tensor's values into a host tensor of the same dtype.
-Tensor download_packed(const Tensor& src) {
-  Tensor host = host_buffer(src.dtype, src.sizes);
-  if (src.numel() == 0) return host;
+// True when `host`'s bytes are exactly `t`'s values packed row-major: same
+// sizes (no broadcast), same dtype, contiguous; then a transfer needs no
+// staging buffer on the host.
+bool packed_like(const Tensor& host, const Tensor& t) {
+  return host.sizes == t.sizes && host.dtype == t.dtype && host.is_contiguous();
+}
+
+// Writes a device tensor's values, packed row-major in its dtype, to host_dst.
+void download_packed_into(void* host_dst, const Tensor& src) {
+  if (src.numel() == 0) return;
   if (src.is_contiguous()) {
-    src.device().download(host.data(), src);
+    src.device().download(host_dst, src);
   } else {
     // Packed by a command on the device's stream, ordered after its producer.
     Tensor packed = make_empty(src.device(), src.dtype, src.sizes);
     src.device().copy(packed, src);
-    src.device().download(host.data(), packed);
+    src.device().download(host_dst, packed);
   }
+}
+
+// Packs a device tensor's values into a new host tensor of the same dtype.
+Tensor download_packed(const Tensor& src) {
+  Tensor host = host_buffer(src.dtype, src.sizes);
+  download_packed_into(host.data(), src);
   return host;
+}
+
+// Writes host_src (dst's values packed row-major in dst's dtype) to dst.
+void upload_packed(const Tensor& dst, const void* host_src) {
+  Device& dd = dst.device();
+  if (dst.is_contiguous()) {
+    dd.upload(dst, host_src);
+  } else {
+    Tensor packed = make_empty(dd, dst.dtype, dst.sizes);
+    dd.upload(packed, host_src);
+    dd.copy(dst, packed);
+  }
 }
 
 }  // namespace
@@ -69,25 +93,26 @@ void copy_tensor(const Tensor& dst, const Tensor& src_in) {
     return;
   }
   if (dd.is_host()) {
+    // Straight into dst when it takes the packed bytes as they are.
+    if (packed_like(dst, src_in)) {
+      download_packed_into(dst.data(), src_in);
+      return;
+    }
     Tensor host = download_packed(src_in);
     dd.copy(dst, broadcast_to(host, dst.sizes));
     return;
   }
-  // Destination on a device: stage packed values on the host, upload.
+  // Destination on a device: upload dst's values packed on the host, straight
+  // from the source's bytes when they already are that, else staged (dtype
+  // conversion, strides, broadcast) through a host buffer.
+  Tensor host = sd.is_host() ? src_in : download_packed(src_in);
+  if (packed_like(host, dst)) {
+    upload_packed(dst, host.data());
+    return;
+  }
   Tensor staged = host_buffer(dst.dtype, dst.sizes);
-  if (sd.is_host()) {
-    get_device(DeviceType::CPU).copy(staged, src);
-  } else {
-    Tensor host = download_packed(src_in);
-    get_device(DeviceType::CPU).copy(staged, broadcast_to(host, dst.sizes));
-  }
-  if (dst.is_contiguous()) {
-    dd.upload(dst, staged.data());
-  } else {
-    Tensor packed = make_empty(dd, dst.dtype, dst.sizes);
-    dd.upload(packed, staged.data());
-    dd.copy(dst, packed);
-  }
+  staged.device().copy(staged, broadcast_to(host, dst.sizes));
+  upload_packed(dst, staged.data());
 }
 
 Tensor clone_contiguous(const Tensor& src) {
@@ -104,13 +129,9 @@ Tensor clone_preserving_strides(const Tensor& src) {
 
 void copy_to_host_packed(const Tensor& src, void* host_dst) {
   if (src.numel() == 0) return;
-  Tensor dst;
-  dst.dtype = src.dtype;
-  dst.sizes = src.sizes;
-  dst.strides = contiguous_strides(src.sizes);
-  dst.storage = Storage::borrow(get_device(DeviceType::CPU), host_dst,
-                                static_cast<size_t>(src.numel()) * src.itemsize());
-  copy_tensor(dst, src);
+  copy_tensor(borrowed_tensor(get_device(DeviceType::CPU), host_dst, src.dim(), src.sizes.data(),
+                              nullptr, src.dtype),
+              src);
 }
 
 }  // namespace aotishim

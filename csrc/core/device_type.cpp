@@ -44,6 +44,8 @@ void parse_device(const std::string& text, DeviceType& type, int32_t& index) {
   else if (kind == "mps") type = DeviceType::MPS;
   else if (kind == "sim") type = DeviceType::Sim;
   else fail(str("invalid device '", text, "' (expected e.g. cpu, sim, cuda:0, mps)"));
+  AOTISHIM_CHECK(type != DeviceType::CPU || index == 0, "invalid device '", text,
+                 "' (there is one cpu device: cpu or cpu:0)");
 }
 
 }  // namespace aotishim

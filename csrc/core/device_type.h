@@ -16,7 +16,9 @@ enum class DeviceType : int32_t {
 
 DeviceType device_type_from_int(int32_t value);  // throws on unknown values
 const char* device_type_name(DeviceType type);
-// Parses "cpu", "sim", "sim:1", "cuda:0", "mps".
+// Parses "cpu", "sim", "sim:1", "cuda:0", "mps" (the one parser of device
+// names; Python uses it through aotishim::parse_device_abi). A cpu index
+// other than 0 is an error.
 void parse_device(const std::string& text, DeviceType& type, int32_t& index);
 
 }  // namespace aotishim

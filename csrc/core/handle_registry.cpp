@@ -58,9 +58,14 @@ std::string describe(const Tensor& t) {
 
 AtenTensorHandle register_tensor(Tensor tensor) {
   Registry& r = registry();
-  tensor.scope = current_scope();
   auto ptr = std::make_shared<Tensor>(std::move(tensor));
   std::lock_guard<std::mutex> lock(r.mutex);
+  // Checked under the registry's lock (lock order: registry, then scopes),
+  // which release_and_forget_scope holds while it forgets the scope: a tensor
+  // either joins the scope before it is emptied or, once it is gone, the
+  // default scope, never a forgotten one where no statistic would see it.
+  uint64_t scope = current_scope();
+  ptr->scope = scope_exists(scope) ? scope : kDefaultScope;
   uint64_t id = r.next_id++;
   r.by_scope[ptr->scope].insert(id);
   r.live.emplace(id, std::move(ptr));
@@ -99,25 +104,54 @@ void release(AtenTensorHandle handle) {
   }
 }
 
+namespace {
+// Moves a scope's tensors out of the registry; the caller holds r.mutex.
+void take_scope_locked(Registry& r, uint64_t scope, std::vector<std::shared_ptr<Tensor>>& dying) {
+  auto scope_it = r.by_scope.find(scope);
+  if (scope_it == r.by_scope.end()) return;
+  for (uint64_t id : scope_it->second) {
+    auto it = r.live.find(id);
+    dying.push_back(std::move(it->second));
+    r.live.erase(it);
+    ++r.released;
+  }
+  r.by_scope.erase(scope_it);
+}
+
+// Describes, then destroys (outside the registry's lock: may free memory).
+std::vector<std::string> describe_and_drop(std::vector<std::shared_ptr<Tensor>>& dying) {
+  std::vector<std::string> described;
+  for (auto& t : dying) described.push_back(describe(*t));
+  dying.clear();
+  return described;
+}
+}  // namespace
+
 std::vector<std::string> release_scope(uint64_t scope) {
   Registry& r = registry();
   std::vector<std::shared_ptr<Tensor>> dying;
   {
     std::lock_guard<std::mutex> lock(r.mutex);
-    auto scope_it = r.by_scope.find(scope);
-    if (scope_it == r.by_scope.end()) return {};
-    for (uint64_t id : scope_it->second) {
-      auto it = r.live.find(id);
-      dying.push_back(std::move(it->second));
-      r.live.erase(it);
-      ++r.released;
-    }
-    r.by_scope.erase(scope_it);
+    take_scope_locked(r, scope, dying);
   }
-  std::vector<std::string> described;
-  for (auto& t : dying) described.push_back(describe(*t));
-  dying.clear();
-  return described;
+  return describe_and_drop(dying);
+}
+
+std::vector<std::string> release_and_forget_scope(uint64_t scope) {
+  Registry& r = registry();
+  std::vector<std::shared_ptr<Tensor>> dying;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    forget_scope(scope);  // throws (changing nothing) for the default or an unknown scope
+    take_scope_locked(r, scope, dying);
+  }
+  return describe_and_drop(dying);
+}
+
+size_t live_count() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.live.size();
 }
 
 uint64_t released_count() {

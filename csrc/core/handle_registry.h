@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "aotishim/c_shim.h"
+#include "aotishim/export.h"
 #include "aotishim/runtime.h"
 #include "core/tensor.h"
 
@@ -19,12 +20,19 @@ namespace aotishim {
 AtenTensorHandle register_tensor(Tensor tensor);
 // The live tensor behind a handle; throws a clear error for null, deleted or
 // foreign handles. `what` names the argument in the message.
-std::shared_ptr<Tensor> lookup(AtenTensorHandle handle, const char* what = "tensor");
+// Exported for the backend plugins' shims (aoti_torch_cuda_*).
+AOTISHIM_API std::shared_ptr<Tensor> lookup(AtenTensorHandle handle, const char* what = "tensor");
 bool is_live(AtenTensorHandle handle);
 // Deletes a handle (the storage lives on while other tensors use it).
 void release(AtenTensorHandle handle);
 // Releases every handle of a scope; returns a description of each.
 std::vector<std::string> release_scope(uint64_t scope);
+// Forgets a scope and releases its handles, atomically with respect to
+// register_tensor (no tensor can join it afterwards); throws for the default
+// or an unknown scope.
+std::vector<std::string> release_and_forget_scope(uint64_t scope);
+// Number of live handles, all scopes together.
+size_t live_count();
 // Number of handles ever deleted (for tests that prove "exactly once").
 uint64_t released_count();
 

@@ -22,14 +22,18 @@ void synchronize(const std::string& device) {
   get_device(type, index).synchronize();
 }
 
+AbiDevice parse_device_abi(const std::string& device) {
+  DeviceType type;
+  int32_t index;
+  parse_device(device, type, index);
+  return AbiDevice{static_cast<int32_t>(type), type == DeviceType::CPU ? -1 : index};
+}
+
 uint64_t create_scope(const std::string& name) { return new_scope(name); }
 
 std::vector<std::string> destroy_scope(uint64_t scope) {
   AOTISHIM_CHECK(scope != kDefaultScope, "the default scope cannot be destroyed");
-  AOTISHIM_CHECK(scope_exists(scope), "scope ", scope, " does not exist");
-  std::vector<std::string> leaked = release_scope(scope);
-  forget_scope(scope);
-  return leaked;
+  return release_and_forget_scope(scope);
 }
 
 uint64_t current_scope_id() { return current_scope(); }
@@ -47,12 +51,12 @@ MemoryStats memory_stats() {
   MemoryStats stats;
   stats.released_handles = released_count();
   stats.scopes = scope_stats();
-  for (const ScopeMemory& s : stats.scopes) stats.live_tensors += s.tensors;
   for (Device* d : created_devices()) {
     DeviceCounters c = d->counters();
     stats.devices.push_back(DeviceMemory{d->name(), d->allocations().count(), d->allocations().bytes(),
                                          c.synchronizes, c.hazards, c.commands});
   }
+  stats.live_tensors = live_count();
   return stats;
 }
 
@@ -81,15 +85,10 @@ void copy_to_host(AtenTensorHandle src, void* dst) {
 AtenTensorHandle borrow_host_memory(void* data, const std::vector<int64_t>& sizes,
                                     const std::vector<int64_t>& strides, int32_t dtype,
                                     std::shared_ptr<void> keepalive) {
-  Tensor t;
-  t.dtype = dtype_from_int(dtype);
-  read_shape(static_cast<int64_t>(sizes.size()), sizes.data(),
-             strides.empty() ? nullptr : strides.data(), t.sizes, t.strides);
-  int64_t extent = checked_extent(t.sizes, t.strides);
-  t.storage = Storage::borrow(get_device(DeviceType::CPU), data,
-                              static_cast<size_t>(extent) * element_size(t.dtype),
-                              std::move(keepalive));
-  return register_tensor(std::move(t));
+  return register_tensor(borrowed_tensor(get_device(DeviceType::CPU), data,
+                                         static_cast<int64_t>(sizes.size()), sizes.data(),
+                                         strides.empty() ? nullptr : strides.data(),
+                                         dtype_from_int(dtype), 0, std::move(keepalive)));
 }
 
 AtenTensorHandle copy_from_host(const void* data, const std::vector<int64_t>& sizes,
@@ -98,13 +97,9 @@ AtenTensorHandle copy_from_host(const void* data, const std::vector<int64_t>& si
   DeviceType type;
   int32_t index;
   parse_device(device, type, index);
-  Tensor host;
-  host.dtype = dtype_from_int(dtype);
-  read_shape(static_cast<int64_t>(sizes.size()), sizes.data(),
-             strides.empty() ? nullptr : strides.data(), host.sizes, host.strides);
-  int64_t extent = checked_extent(host.sizes, host.strides);
-  host.storage = Storage::borrow(get_device(DeviceType::CPU), const_cast<void*>(data),
-                                 static_cast<size_t>(extent) * element_size(host.dtype));
+  Tensor host = borrowed_tensor(get_device(DeviceType::CPU), const_cast<void*>(data),
+                                static_cast<int64_t>(sizes.size()), sizes.data(),
+                                strides.empty() ? nullptr : strides.data(), dtype_from_int(dtype));
   Tensor out = make_empty(get_device(type, index), host.dtype, host.sizes);
   copy_tensor(out, host);
   return register_tensor(std::move(out));

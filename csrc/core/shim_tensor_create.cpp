@@ -17,24 +17,10 @@ Device& device_for(int32_t device_type, int32_t device_index) {
 AtenTensorHandle from_blob(void* data, int64_t ndim, const int64_t* sizes_ptr,
                            const int64_t* strides_ptr, int64_t storage_offset, int32_t dtype,
                            int32_t device_type, int32_t device_index) {
-  Tensor t;
-  t.dtype = dtype_from_int(dtype);
-  read_shape(ndim, sizes_ptr, strides_ptr, t.sizes, t.strides);
-  AOTISHIM_CHECK(storage_offset >= 0, "negative storage offset ", storage_offset);
-  int64_t extent = checked_extent(t.sizes, t.strides);
-  AOTISHIM_CHECK(data != nullptr || extent == 0, "data pointer is null");
-  // Checked: an offset near INT64_MAX must be an error, not a wrapped size.
-  int64_t end_elems = 0, end_bytes = 0;
-  AOTISHIM_CHECK(!__builtin_add_overflow(storage_offset, extent, &end_elems) &&
-                     !__builtin_mul_overflow(end_elems, static_cast<int64_t>(element_size(t.dtype)),
-                                             &end_bytes),
-                 "storage offset ", storage_offset, " overflows the tensor's byte range");
-  size_t nbytes = extent == 0 ? 0 : static_cast<size_t>(end_bytes);
-  // Borrowed memory is never registered by address: two tensors may borrow
-  // the same bytes, and a freed-and-reused address carries no history.
-  t.storage = Storage::borrow(device_for(device_type, device_index), data, nbytes);
-  t.storage_offset = storage_offset;
-  return register_tensor(std::move(t));
+  DType dt = dtype_from_int(dtype);
+  Device& device = device_for(device_type, device_index);
+  return register_tensor(
+      borrowed_tensor(device, data, ndim, sizes_ptr, strides_ptr, dt, storage_offset));
 }
 
 }  // namespace

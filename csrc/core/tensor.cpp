@@ -51,6 +51,12 @@ size_t Tensor::extent_bytes() const {
   return static_cast<size_t>(checked_extent(sizes, strides)) * itemsize();
 }
 
+std::string shape_string(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
   std::vector<int64_t> strides(sizes.size());
   int64_t running = 1;
@@ -76,8 +82,8 @@ int64_t checked_extent(const std::vector<int64_t>& sizes, const std::vector<int6
   return extent;
 }
 
-void read_shape(int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
-                std::vector<int64_t>& sizes, std::vector<int64_t>& strides) {
+int64_t read_shape(int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                   std::vector<int64_t>& sizes, std::vector<int64_t>& strides) {
   AOTISHIM_CHECK(ndim >= 0 && ndim <= kMaxDims, "invalid number of dimensions ", ndim);
   AOTISHIM_CHECK(ndim == 0 || sizes_ptr != nullptr, "sizes pointer is null for ndim ", ndim);
   sizes.assign(sizes_ptr, sizes_ptr + ndim);
@@ -88,7 +94,27 @@ void read_shape(int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_p
   } else {
     strides.assign(strides_ptr, strides_ptr + ndim);
   }
-  checked_extent(sizes, strides);
+  return checked_extent(sizes, strides);
+}
+
+Tensor borrowed_tensor(Device& device, void* data, int64_t ndim, const int64_t* sizes,
+                       const int64_t* strides, DType dtype, int64_t storage_offset,
+                       std::shared_ptr<void> keepalive) {
+  Tensor t;
+  t.dtype = dtype;
+  int64_t extent = read_shape(ndim, sizes, strides, t.sizes, t.strides);
+  AOTISHIM_CHECK(storage_offset >= 0, "negative storage offset ", storage_offset);
+  AOTISHIM_CHECK(data != nullptr || extent == 0, "data pointer is null");
+  // Checked: an offset near INT64_MAX must be an error, not a wrapped size.
+  int64_t end_elems = 0, end_bytes = 0;
+  AOTISHIM_CHECK(!__builtin_add_overflow(storage_offset, extent, &end_elems) &&
+                     !__builtin_mul_overflow(end_elems, static_cast<int64_t>(element_size(dtype)),
+                                             &end_bytes),
+                 "storage offset ", storage_offset, " overflows the tensor's byte range");
+  size_t nbytes = extent == 0 ? 0 : static_cast<size_t>(end_bytes);
+  t.storage = Storage::borrow(device, data, nbytes, std::move(keepalive));
+  t.storage_offset = storage_offset;
+  return t;
 }
 
 void check_in_bounds(const Tensor& t) {

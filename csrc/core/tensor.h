@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "aotishim/export.h"
@@ -38,14 +39,27 @@ struct Tensor {
 
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
 
+// "[2, 3]": sizes or strides in error messages.
+std::string shape_string(const std::vector<int64_t>& dims);
+
 // Validates sizes/strides (non-negative, no overflow) and returns the extent in
 // elements: 1 + sum((size-1)*stride), or 0 for an empty tensor.
 int64_t checked_extent(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
 
 // Reads ndim/sizes/strides from C arrays with validation; null strides means
-// contiguous.
-void read_shape(int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
-                std::vector<int64_t>& sizes, std::vector<int64_t>& strides);
+// contiguous. Returns the extent in elements (as checked_extent).
+int64_t read_shape(int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                   std::vector<int64_t>& sizes, std::vector<int64_t>& strides);
+
+// A tensor over memory it must never free (a constants blob, a caller's
+// array): shape read and validated as read_shape does, the storage spanning
+// exactly [data, data + (storage_offset + extent) * itemsize), every size
+// computed with overflow checks. Borrowed memory is never registered by
+// address: two tensors may borrow the same bytes, and a freed-and-reused
+// address carries no history. keepalive is released when the storage dies.
+Tensor borrowed_tensor(Device& device, void* data, int64_t ndim, const int64_t* sizes,
+                       const int64_t* strides, DType dtype, int64_t storage_offset = 0,
+                       std::shared_ptr<void> keepalive = nullptr);
 
 // Throws unless the view lies inside its storage.
 void check_in_bounds(const Tensor& t);

@@ -83,10 +83,9 @@ Plugin& load_plugin_entry(DeviceType type) {
 // Returns "" when loaded (or nothing to load), else why not.
 const std::string& load_plugin(DeviceType type) { return load_plugin_entry(type).error; }
 
-bool has_backend(DeviceType type) {
-  Devices& d = devices_state();
-  std::lock_guard<std::mutex> lock(d.mutex);
-  return d.backends.count(type) == 1;
+Device* find_created(Devices& d, DeviceType type, int32_t index) {
+  auto it = d.created.find(std::make_pair(type, index));
+  return it == d.created.end() ? nullptr : it->second.get();
 }
 }  // namespace
 
@@ -119,13 +118,21 @@ void register_backend(DeviceType type, DeviceFactory factory, DeviceCount count)
 }
 
 Device& get_device(DeviceType type, int32_t index) {
-  std::string plugin_error;
-  if (!has_backend(type)) plugin_error = load_plugin(type);
   Devices& d = devices_state();
+  // Hot path (every tensor creation, every host copy): one lock, one lookup.
+  bool registered;
+  {
+    std::lock_guard<std::mutex> lock(d.mutex);
+    if (Device* found = find_created(d, type, index)) return *found;
+    registered = d.backends.count(type) == 1;
+  }
+  // First use of this device: load its plugin if its backend is not yet
+  // registered (outside the lock: the plugin's initializer registers it).
+  std::string plugin_error;
+  if (!registered) plugin_error = load_plugin(type);
   std::lock_guard<std::mutex> lock(d.mutex);
+  if (Device* found = find_created(d, type, index)) return *found;  // made meanwhile
   auto key = std::make_pair(type, index);
-  auto it = d.created.find(key);
-  if (it != d.created.end()) return *it->second;
   auto backend = d.backends.find(type);
   AOTISHIM_CHECK(backend != d.backends.end(), "device type '", device_type_name(type),
                  "' is not available in this aotishim build",

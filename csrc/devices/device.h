@@ -52,8 +52,6 @@ class Device {
   // access safe (waits for pending work that touches those bytes).
   virtual void download(void* host_dst, const Tensor& src_packed) = 0;
   virtual void upload(const Tensor& dst_packed, const void* host_src) = 0;
-  // Before the host touches device memory directly (e.g. a numpy view).
-  virtual void prepare_host_access(const void* ptr, size_t nbytes, bool write) {}
   virtual void synchronize() {}
   virtual DeviceCounters counters() const { return {}; }
 

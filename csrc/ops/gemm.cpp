@@ -17,12 +17,6 @@
 namespace aotishim {
 namespace {
 
-std::string shape(const std::vector<int64_t>& sizes) {
-  std::string s = "[";
-  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
-  return s + "]";
-}
-
 struct Arg {
   const char* name;
   const Tensor& t;
@@ -49,12 +43,12 @@ void check_operands(const Arg& out, std::initializer_list<Arg> inputs) {
 
 void check_rank(const Arg& arg, int64_t rank) {
   AOTISHIM_CHECK(arg.t.dim() == rank, arg.name, " must be ", rank, "-D, got a ", arg.t.dim(),
-                 "-D tensor of sizes ", shape(arg.t.sizes));
+                 "-D tensor of sizes ", shape_string(arg.t.sizes));
 }
 
 void check_out_shape(const Tensor& out, const std::vector<int64_t>& expected) {
-  AOTISHIM_CHECK(out.sizes == expected, "out has sizes ", shape(out.sizes),
-                 " but the result has sizes ", shape(expected));
+  AOTISHIM_CHECK(out.sizes == expected, "out has sizes ", shape_string(out.sizes),
+                 " but the result has sizes ", shape_string(expected));
 }
 
 // Writing one result element through two aliases would make the result depend
@@ -69,8 +63,8 @@ void check_no_internal_overlap(const Tensor& out) {
   std::sort(dims.begin(), dims.end());
   int64_t reach = 0;
   for (const auto& [stride, size] : dims) {
-    AOTISHIM_CHECK(stride > reach, "out's elements overlap in memory (sizes ", shape(out.sizes),
-                   ", strides ", shape(out.strides), "); it cannot be written");
+    AOTISHIM_CHECK(stride > reach, "out's elements overlap in memory (sizes ", shape_string(out.sizes),
+                   ", strides ", shape_string(out.strides), "); it cannot be written");
     reach += stride * (size - 1);
   }
 }
@@ -93,13 +87,13 @@ Tensor as_batch(const Tensor& t) {
 Tensor expand_bias(const Tensor& self, int64_t M, int64_t N) {
   const std::vector<int64_t> target = {M, N};
   AOTISHIM_CHECK(self.dim() <= 2, "self must have at most 2 dimensions to broadcast to ",
-                 shape(target), ", got sizes ", shape(self.sizes));
+                 shape_string(target), ", got sizes ", shape_string(self.sizes));
   std::vector<int64_t> strides = {0, 0};
   const int64_t lead = 2 - self.dim();
   for (int64_t d = 0; d < self.dim(); ++d) {
     const int64_t size = self.sizes[d], want = target[d + lead];
-    AOTISHIM_CHECK(size == want || size == 1, "self of sizes ", shape(self.sizes),
-                   " cannot be broadcast to ", shape(target));
+    AOTISHIM_CHECK(size == want || size == 1, "self of sizes ", shape_string(self.sizes),
+                   " cannot be broadcast to ", shape_string(target));
     strides[d + lead] = size == want ? self.strides[d] : 0;
   }
   return make_view(self, target, strides, self.storage_offset);
@@ -139,8 +133,8 @@ void mm_out(const Tensor& out, const Tensor& self, const Tensor& mat2) {
   check_rank({"self", self}, 2);
   check_rank({"mat2", mat2}, 2);
   check_rank({"out", out}, 2);
-  AOTISHIM_CHECK(self.sizes[1] == mat2.sizes[0], "self ", shape(self.sizes), " and mat2 ",
-                 shape(mat2.sizes), " cannot be multiplied (inner dimensions ", self.sizes[1],
+  AOTISHIM_CHECK(self.sizes[1] == mat2.sizes[0], "self ", shape_string(self.sizes), " and mat2 ",
+                 shape_string(mat2.sizes), " cannot be multiplied (inner dimensions ", self.sizes[1],
                  " and ", mat2.sizes[0], " differ)");
   check_out_shape(out, {self.sizes[0], mat2.sizes[1]});
   run(out, self, mat2, 1.0, 0.0, nullptr);
@@ -152,8 +146,8 @@ void addmm_out(const Tensor& out, const Tensor& self, const Tensor& mat1, const 
   check_rank({"mat1", mat1}, 2);
   check_rank({"mat2", mat2}, 2);
   check_rank({"out", out}, 2);
-  AOTISHIM_CHECK(mat1.sizes[1] == mat2.sizes[0], "mat1 ", shape(mat1.sizes), " and mat2 ",
-                 shape(mat2.sizes), " cannot be multiplied (inner dimensions ", mat1.sizes[1],
+  AOTISHIM_CHECK(mat1.sizes[1] == mat2.sizes[0], "mat1 ", shape_string(mat1.sizes), " and mat2 ",
+                 shape_string(mat2.sizes), " cannot be multiplied (inner dimensions ", mat1.sizes[1],
                  " and ", mat2.sizes[0], " differ)");
   const int64_t M = mat1.sizes[0], N = mat2.sizes[1];
   check_out_shape(out, {M, N});
@@ -168,8 +162,8 @@ void bmm_out(const Tensor& out, const Tensor& self, const Tensor& mat2) {
   check_rank({"out", out}, 3);
   AOTISHIM_CHECK(self.sizes[0] == mat2.sizes[0], "batch sizes differ: self has ",
                  self.sizes[0], " matrices, mat2 has ", mat2.sizes[0]);
-  AOTISHIM_CHECK(self.sizes[2] == mat2.sizes[1], "self ", shape(self.sizes), " and mat2 ",
-                 shape(mat2.sizes), " cannot be multiplied (inner dimensions ", self.sizes[2],
+  AOTISHIM_CHECK(self.sizes[2] == mat2.sizes[1], "self ", shape_string(self.sizes), " and mat2 ",
+                 shape_string(mat2.sizes), " cannot be multiplied (inner dimensions ", self.sizes[2],
                  " and ", mat2.sizes[1], " differ)");
   check_out_shape(out, {self.sizes[0], self.sizes[1], mat2.sizes[2]});
   run(out, self, mat2, 1.0, 0.0, nullptr);

@@ -3,6 +3,7 @@
 // device runs GemmArgs on its stream.
 #pragma once
 
+#include "aotishim/export.h"
 #include "core/tensor.h"
 
 namespace aotishim {
@@ -19,10 +20,11 @@ struct GemmArgs {
   double beta = 0.0;
 };
 
-// The ATen-shaped entry points; they dispatch to out's device.
-void mm_out(const Tensor& out, const Tensor& self, const Tensor& mat2);
-void addmm_out(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2,
-               double beta, double alpha);
-void bmm_out(const Tensor& out, const Tensor& self, const Tensor& mat2);
+// The ATen-shaped entry points; they dispatch to out's device. Exported for
+// the backend plugins' shims (aoti_torch_cuda_*).
+AOTISHIM_API void mm_out(const Tensor& out, const Tensor& self, const Tensor& mat2);
+AOTISHIM_API void addmm_out(const Tensor& out, const Tensor& self, const Tensor& mat1,
+                            const Tensor& mat2, double beta, double alpha);
+AOTISHIM_API void bmm_out(const Tensor& out, const Tensor& self, const Tensor& mat2);
 
 }  // namespace aotishim

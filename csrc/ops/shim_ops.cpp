@@ -12,48 +12,42 @@
 #include "core/handle_registry.h"
 #include "devices/device.h"
 #include "ops/gemm.h"
+#include "ops/require_device.h"
 
 namespace aotishim {
-namespace {
 
-// The aoti_torch_cpu_* names promise CPU tensors; anything else is the
-// caller's mistake, reported with the device it found.
-// Checked in argument order, so the message names the first offender.
-void require_cpu(std::initializer_list<std::pair<const char*, const Tensor*>> args) {
+// The aoti_torch_<device>_* names promise tensors of that device; anything
+// else is the caller's mistake, reported with the device it found.
+void require_device(DeviceType type,
+                    std::initializer_list<std::pair<const char*, const Tensor*>> args) {
   for (const auto& [name, t] : args) {
-    AOTISHIM_CHECK(t->device().type() == DeviceType::CPU, name, " is on ", t->device().name(),
-                   ", but this op runs on the cpu; use the device-generic entry point or a "
-                   "cpu tensor");
+    AOTISHIM_CHECK(t->device().type() == type, name, " is on ", t->device().name(),
+                   ", but this op runs on the ", device_type_name(type),
+                   " device; use the device-generic entry point or a ", device_type_name(type),
+                   " tensor");
   }
 }
 
-}  // namespace
-
 // ---- device-generic C++ API (any device; throws aotishim::Error) ----
-// Run through guard() so the message is also this thread's last error, as it
-// is for the C shims.
+// Plain lookup-and-throw like the rest of runtime.h: the C shims that call
+// these (aoti_torch_cuda_*) run them inside their own guard(), which records
+// and logs an error once; a C++ or Python caller gets the exception.
 
 void mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {
-  check(guard("mm_out", [&] {
-    auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
-    mm_out(*o, *s, *m);
-  }));
+  auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
+  mm_out(*o, *s, *m);
 }
 
 void addmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat1,
                AtenTensorHandle mat2, double beta, double alpha) {
-  check(guard("addmm_out", [&] {
-    auto o = lookup(out, "out"), s = lookup(self, "self");
-    auto m1 = lookup(mat1, "mat1"), m2 = lookup(mat2, "mat2");
-    addmm_out(*o, *s, *m1, *m2, beta, alpha);
-  }));
+  auto o = lookup(out, "out"), s = lookup(self, "self");
+  auto m1 = lookup(mat1, "mat1"), m2 = lookup(mat2, "mat2");
+  addmm_out(*o, *s, *m1, *m2, beta, alpha);
 }
 
 void bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {
-  check(guard("bmm_out", [&] {
-    auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
-    bmm_out(*o, *s, *m);
-  }));
+  auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
+  bmm_out(*o, *s, *m);
 }
 
 }  // namespace aotishim
@@ -67,7 +61,7 @@ AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self
   using namespace aotishim;
   return guard(__func__, [&] {
     auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
-    require_cpu({{"out", o.get()}, {"self", s.get()}, {"mat2", m.get()}});
+    require_device(DeviceType::CPU, {{"out", o.get()}, {"self", s.get()}, {"mat2", m.get()}});
     mm_out(*o, *s, *m);
   });
 }
@@ -79,7 +73,8 @@ AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle s
   return guard(__func__, [&] {
     auto o = lookup(out, "out"), s = lookup(self, "self");
     auto m1 = lookup(mat1, "mat1"), m2 = lookup(mat2, "mat2");
-    require_cpu({{"out", o.get()}, {"self", s.get()}, {"mat1", m1.get()}, {"mat2", m2.get()}});
+    require_device(DeviceType::CPU,
+                   {{"out", o.get()}, {"self", s.get()}, {"mat1", m1.get()}, {"mat2", m2.get()}});
     addmm_out(*o, *s, *m1, *m2, beta, alpha);
   });
 }
@@ -89,7 +84,7 @@ AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle sel
   using namespace aotishim;
   return guard(__func__, [&] {
     auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
-    require_cpu({{"out", o.get()}, {"self", s.get()}, {"mat2", m.get()}});
+    require_device(DeviceType::CPU, {{"out", o.get()}, {"self", s.get()}, {"mat2", m.get()}});
     bmm_out(*o, *s, *m);
   });
 }

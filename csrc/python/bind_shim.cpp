@@ -34,15 +34,31 @@ uintptr_t empty_strided(const Shape& sizes, const std::optional<Shape>& strides,
   return from_handle(h);
 }
 
+// aoti_torch_create_tensor_from_blob_v2, layout and opaque metadata included
+// (so tests can pass bad ones).
 uintptr_t from_blob(uintptr_t address, const Shape& sizes, const std::optional<Shape>& strides,
                     int64_t storage_offset, int32_t dtype, int32_t device_type,
-                    int32_t device_index) {
+                    int32_t device_index, int32_t layout, const py::bytes& opaque_metadata) {
   if (strides && strides->size() != sizes.size()) throw Error("sizes and strides differ in length");
+  std::string metadata = opaque_metadata;
   AtenTensorHandle h = nullptr;
   check(aoti_torch_create_tensor_from_blob_v2(
       reinterpret_cast<void*>(address), static_cast<int64_t>(sizes.size()), sizes.data(),
-      strides_or_null(strides), storage_offset, dtype, device_type, device_index, &h,
-      aoti_torch_layout_strided(), nullptr, 0));
+      strides_or_null(strides), storage_offset, dtype, device_type, device_index, &h, layout,
+      metadata.empty() ? nullptr : reinterpret_cast<const uint8_t*>(metadata.data()),
+      static_cast<int64_t>(metadata.size())));
+  return from_handle(h);
+}
+
+// aoti_torch_create_tensor_from_blob (v1: no layout, no metadata).
+uintptr_t from_blob_v1(uintptr_t address, const Shape& sizes, const std::optional<Shape>& strides,
+                       int64_t storage_offset, int32_t dtype, int32_t device_type,
+                       int32_t device_index) {
+  if (strides && strides->size() != sizes.size()) throw Error("sizes and strides differ in length");
+  AtenTensorHandle h = nullptr;
+  check(aoti_torch_create_tensor_from_blob(
+      reinterpret_cast<void*>(address), static_cast<int64_t>(sizes.size()), sizes.data(),
+      strides_or_null(strides), storage_offset, dtype, device_type, device_index, &h));
   return from_handle(h);
 }
 
@@ -142,17 +158,23 @@ py::dict info(uintptr_t handle) {
   return d;
 }
 
+// An array's strides in elements; throws `why` for negative or unaligned ones.
+Shape element_strides(const py::array& array, const char* why) {
+  Shape strides(array.ndim());
+  for (py::ssize_t i = 0; i < array.ndim(); ++i) {
+    if (array.strides(i) < 0 || array.strides(i) % array.itemsize() != 0) throw Error(why);
+    strides[i] = array.strides(i) / array.itemsize();
+  }
+  return strides;
+}
+
 // Borrow a numpy array's memory; the array stays alive while any view of it
 // does (the keepalive drops its reference under the GIL).
 uintptr_t borrow_array(py::array array, int32_t dtype) {
   if (!array.writeable()) throw Error("cannot borrow a read-only array; pass copy=True");
   Shape sizes(array.shape(), array.shape() + array.ndim());
-  Shape strides(array.ndim());
-  for (py::ssize_t i = 0; i < array.ndim(); ++i) {
-    if (array.strides(i) < 0 || array.strides(i) % array.itemsize() != 0)
-      throw Error("cannot borrow an array with negative or unaligned strides; pass copy=True");
-    strides[i] = array.strides(i) / array.itemsize();
-  }
+  Shape strides = element_strides(
+      array, "cannot borrow an array with negative or unaligned strides; pass copy=True");
   auto* holder = new py::object(array);
   std::shared_ptr<void> keepalive(holder, [](void* p) {
     py::gil_scoped_acquire gil;
@@ -164,12 +186,7 @@ uintptr_t borrow_array(py::array array, int32_t dtype) {
 
 uintptr_t copy_array(py::array array, int32_t dtype, const std::string& device) {
   Shape sizes(array.shape(), array.shape() + array.ndim());
-  Shape strides(array.ndim());
-  for (py::ssize_t i = 0; i < array.ndim(); ++i) {
-    if (array.strides(i) < 0 || array.strides(i) % array.itemsize() != 0)
-      throw Error("array has negative or unaligned strides");
-    strides[i] = array.strides(i) / array.itemsize();
-  }
+  Shape strides = element_strides(array, "array has negative or unaligned strides");
   const void* data = array.data();
   py::gil_scoped_release release;
   return from_handle(copy_from_host(data, sizes, strides, dtype, device));
@@ -193,9 +210,25 @@ void to_host(uintptr_t handle, py::array out) {
 
 void bind_shim(py::module_& m) {
   m.def("constants", &constants, "The ABI's constant-returning shims.");
+  m.def(
+      "parse_device",
+      [](const std::string& device) {
+        AbiDevice d;
+        try {
+          d = parse_device_abi(device);
+        } catch (const Error& e) {
+          throw py::value_error(e.what());  // a bad argument, as Python reports one
+        }
+        return py::make_tuple(d.type, d.index);
+      },
+      py::arg("device"), "'cpu' -> (0, -1), 'sim' -> (20, 0), 'cuda:1' -> (1, 1).");
   m.def("empty_strided", &empty_strided, py::arg("sizes"), py::arg("strides"), py::arg("dtype"),
         py::arg("device_type"), py::arg("device_index"));
   m.def("create_tensor_from_blob", &from_blob, py::arg("address"), py::arg("sizes"),
+        py::arg("strides"), py::arg("storage_offset"), py::arg("dtype"), py::arg("device_type"),
+        py::arg("device_index"), py::arg("layout") = aoti_torch_layout_strided(),
+        py::arg("opaque_metadata") = py::bytes());
+  m.def("create_tensor_from_blob_v1", &from_blob_v1, py::arg("address"), py::arg("sizes"),
         py::arg("strides"), py::arg("storage_offset"), py::arg("dtype"), py::arg("device_type"),
         py::arg("device_index"));
   m.def("reinterpret_tensor", &reinterpret);
@@ -209,6 +242,21 @@ void bind_shim(py::module_& m) {
   m.def("delete_tensor_object",
         [](uintptr_t h) { check(aoti_torch_delete_tensor_object(to_handle(h))); });
   m.def("get", &get, "Call one aoti_torch_get_* shim by name.");
+  m.def("get_size", [](uintptr_t h, int64_t d) {
+    int64_t v = 0;
+    check(aoti_torch_get_size(to_handle(h), d, &v));
+    return v;
+  });
+  m.def("get_stride", [](uintptr_t h, int64_t d) {
+    int64_t v = 0;
+    check(aoti_torch_get_stride(to_handle(h), d, &v));
+    return v;
+  });
+  m.def("is_defined", [](uintptr_t h) {
+    bool v = false;
+    check(aoti_torch_is_defined(to_handle(h), &v));
+    return v;
+  });
   m.def("tensor_info", &info);
   m.def("is_live", [](uintptr_t h) { return is_live_handle(to_handle(h)); });
   m.def("element_size", [](int32_t dtype) { return aoti_torch_dtype_element_size(dtype); });

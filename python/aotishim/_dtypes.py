@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import ml_dtypes
 
+from . import _core
+
 DTYPES: dict[str, int] = {
     "uint8": 0,
     "int8": 1,
@@ -18,8 +20,6 @@ DTYPES: dict[str, int] = {
     "bfloat16": 15,
 }
 DTYPE_NAMES: dict[int, str] = {v: k for k, v in DTYPES.items()}
-
-DEVICE_TYPES: dict[str, int] = {"cpu": 0, "cuda": 1, "mps": 13, "sim": 20}
 
 _NUMPY: dict[str, np.dtype] = {
     name: np.dtype(ml_dtypes.bfloat16 if name == "bfloat16" else name) for name in DTYPES
@@ -55,10 +55,9 @@ def numpy_dtype(dtype: str | int) -> np.dtype:
 
 
 def parse_device(device: str) -> tuple[int, int]:
-    """'cpu' -> (0, -1), 'sim' -> (20, 0), 'cuda:1' -> (1, 1)."""
-    kind, _, index = device.partition(":")
-    if kind not in DEVICE_TYPES or (index and not index.isdigit()):
-        raise ValueError(f"invalid device {device!r}; expected e.g. 'cpu', 'sim', 'cuda:0', 'mps'")
-    if kind == "cpu":
-        return 0, -1
-    return DEVICE_TYPES[kind], int(index) if index else 0
+    """'cpu' -> (0, -1), 'sim' -> (20, 0), 'cuda:1' -> (1, 1).
+
+    The C++ parser (the one the runtime uses for every device name); raises
+    ValueError("invalid device ...") for anything else.
+    """
+    return _core.parse_device(device)

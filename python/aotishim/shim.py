@@ -119,7 +119,9 @@ def from_numpy(array: np.ndarray, *, copy: bool = False, device: str = "cpu") ->
         if device != "cpu":
             raise ValueError("only cpu tensors can borrow numpy memory; pass copy=True")
         return Tensor(_core.borrow_array(array, code))
-    return Tensor(_core.copy_array(array, code, device))
+    # A copy needs no particular layout: pack negative or unaligned strides
+    # (a[::-1]) first; contiguous arrays pass through without a copy.
+    return Tensor(_core.copy_array(np.ascontiguousarray(array), code, device))
 
 
 def reinterpret_tensor(t: Tensor, sizes: Sequence[int], strides: Sequence[int],

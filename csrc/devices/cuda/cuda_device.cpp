@@ -22,16 +22,6 @@ bool pool_requested() {
   return v == nullptr || std::strcmp(v, "malloc") != 0;
 }
 
-StridedView view_of(const Tensor& t) {
-  AOTISHIM_CHECK(t.dim() <= kMaxCopyDims, "cuda tensors support up to ", kMaxCopyDims,
-                 " dimensions, got ", t.dim());
-  StridedView v;
-  v.data = t.data();
-  v.dtype = t.dtype;
-  for (int64_t d = 0; d < t.dim(); ++d) v.strides[d] = t.strides[d];
-  return v;
-}
-
 }  // namespace
 
 CudaDevice::CudaDevice(int32_t index) : Device(DeviceType::CUDA, index) {
@@ -63,7 +53,12 @@ CudaDevice::~CudaDevice() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
-cudaStream_t CudaDevice::stream() const { return current_stream(index()); }
+cudaStream_t CudaDevice::stream() const {
+  // Hot path (every allocate/free/copy/gemm): only the thread-local override
+  // map, no device lookup; current_stream() is for callers without a device.
+  StreamOverride o = stream_override(index());
+  return o.set ? o.stream : stream_;
+}
 
 void* CudaDevice::raw_allocate(size_t nbytes) {
   DeviceScope on(index());
@@ -129,10 +124,6 @@ void CudaDevice::upload(const Tensor& dst, const void* host_src) {
     AOTISHIM_CUDA_CHECK(cudaStreamSynchronize(s));
     synchronizes_.fetch_add(1, std::memory_order_relaxed);
   }
-}
-
-void CudaDevice::prepare_host_access(const void*, size_t, bool) {
-  fail(str("memory on ", name(), " is not addressable from the host; copy it to the cpu first"));
 }
 
 void CudaDevice::synchronize() {

@@ -23,7 +23,6 @@ class CudaDevice final : public Device {
   void gemm(const GemmArgs& args) override;
   void download(void* host_dst, const Tensor& src) override;
   void upload(const Tensor& dst, const void* host_src) override;
-  void prepare_host_access(const void* ptr, size_t nbytes, bool write) override;
   void synchronize() override;
   DeviceCounters counters() const override;
 

@@ -66,14 +66,6 @@ Tensor packed_copy(CudaDevice& device, const Tensor& t) {
   return p;
 }
 
-StridedView view_of(const Tensor& t) {
-  StridedView v;
-  v.data = t.data();
-  v.dtype = t.dtype;
-  for (int64_t d = 0; d < t.dim(); ++d) v.strides[d] = t.strides[d];
-  return v;
-}
-
 // out = beta * out + alpha * a @ b with every operand in a cuBLAS layout.
 void run_cublas(CudaDevice& device, const Tensor& out, const Tensor& a, const Tensor& b,
                 Layout lo, Layout la, Layout lb, double alpha, double beta) {

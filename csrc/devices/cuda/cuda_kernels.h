@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/error.h"
+#include "core/tensor.h"
 
 namespace aotishim {
 namespace cuda {
@@ -18,6 +20,17 @@ struct StridedView {
   DType dtype = DType::Float32;
   int64_t strides[kMaxCopyDims] = {};
 };
+
+// The kernels' view of a tensor on a cuda device (throws beyond kMaxCopyDims).
+inline StridedView view_of(const Tensor& t) {
+  AOTISHIM_CHECK(t.dim() <= kMaxCopyDims, "cuda tensors support up to ", kMaxCopyDims,
+                 " dimensions, got ", t.dim());
+  StridedView v;
+  v.data = t.data();
+  v.dtype = t.dtype;
+  for (int64_t d = 0; d < t.dim(); ++d) v.strides[d] = t.strides[d];
+  return v;
+}
 
 // dst = src elementwise over `sizes` (ndim <= kMaxCopyDims), converting among
 // float32/float64/float16/bfloat16; other dtypes copy only to themselves.

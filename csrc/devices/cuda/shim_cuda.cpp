@@ -7,11 +7,13 @@
 #include <unordered_set>
 
 #include "aotishim/c_shim_cuda.h"
-#include "aotishim/runtime.h"
 #include "core/error.h"
+#include "core/handle_registry.h"
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/cuda_device.h"
 #include "devices/cuda/cuda_stream.h"
+#include "ops/gemm.h"
+#include "ops/require_device.h"
 
 using namespace aotishim;
 using namespace aotishim::cuda;
@@ -54,12 +56,6 @@ void remove_guard(const void* g) {
   guards().live.erase(g);
 }
 
-void require_cuda(AtenTensorHandle t, const char* what) {
-  int32_t type = -1;
-  check(aoti_torch_get_device_type(t, &type));
-  AOTISHIM_CHECK(type == aoti_torch_device_type_cuda(), what, " is not a cuda tensor");
-}
-
 void check_index(int32_t device_index) {
   int count = 0;
   AOTISHIM_CUDA_CHECK(cudaGetDeviceCount(&count));
@@ -74,10 +70,9 @@ extern "C" {
 AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
                                       AtenTensorHandle mat2) {
   return guard(__func__, [&] {
-    require_cuda(out, "out");
-    require_cuda(self, "self");
-    require_cuda(mat2, "mat2");
-    mm_out(out, self, mat2);
+    auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
+    require_device(DeviceType::CUDA, {{"out", o.get()}, {"self", s.get()}, {"mat2", m.get()}});
+    mm_out(*o, *s, *m);
   });
 }
 
@@ -85,21 +80,20 @@ AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle 
                                          AtenTensorHandle mat1, AtenTensorHandle mat2,
                                          double beta, double alpha) {
   return guard(__func__, [&] {
-    require_cuda(out, "out");
-    require_cuda(self, "self");
-    require_cuda(mat1, "mat1");
-    require_cuda(mat2, "mat2");
-    addmm_out(out, self, mat1, mat2, beta, alpha);
+    auto o = lookup(out, "out"), s = lookup(self, "self");
+    auto m1 = lookup(mat1, "mat1"), m2 = lookup(mat2, "mat2");
+    require_device(DeviceType::CUDA,
+                   {{"out", o.get()}, {"self", s.get()}, {"mat1", m1.get()}, {"mat2", m2.get()}});
+    addmm_out(*o, *s, *m1, *m2, beta, alpha);
   });
 }
 
 AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                        AtenTensorHandle mat2) {
   return guard(__func__, [&] {
-    require_cuda(out, "out");
-    require_cuda(self, "self");
-    require_cuda(mat2, "mat2");
-    bmm_out(out, self, mat2);
+    auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
+    require_device(DeviceType::CUDA, {{"out", o.get()}, {"self", s.get()}, {"mat2", m.get()}});
+    bmm_out(*o, *s, *m);
   });
 }
 

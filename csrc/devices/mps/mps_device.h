@@ -41,8 +41,10 @@ class MpsDevice final : public Device {
   void gemm(const GemmArgs& args) override;
   void download(void* host_dst, const Tensor& src_packed) override;
   void upload(const Tensor& dst_packed, const void* host_src) override;
-  void prepare_host_access(const void* ptr, size_t nbytes, bool write) override;
   void synchronize() override;
+  // Before the host touches mps memory directly (mps_shim.mm's memcpy shims):
+  // waits for pending work on the bytes, as a host read or write.
+  void prepare_host_access(const void* ptr, size_t nbytes, bool write);
   DeviceCounters counters() const override;
 
   // A buffer argument of a kernel: the allocation's buffer and the byte

@@ -286,11 +286,6 @@ void SimDevice::upload(const Tensor& dst_packed, const void* host_src) {
   if (n > 0) std::memcpy(dst_packed.data(), host_src, n);
 }
 
-void SimDevice::prepare_host_access(const void* ptr, size_t nbytes, bool write) {
-  std::lock_guard<std::recursive_mutex> lock(mutex_);
-  host_access(write ? "host write" : "host read", resolve_pointer(ptr).id, ptr, nbytes, write);
-}
-
 std::vector<uint8_t> SimDevice::host_read(const void* addr, size_t nbytes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   auto a = allocations().find(addr);

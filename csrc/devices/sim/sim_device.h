@@ -27,7 +27,6 @@ class SimDevice final : public Device {
   void gemm(const GemmArgs& args) override;
   void download(void* host_dst, const Tensor& src_packed) override;
   void upload(const Tensor& dst_packed, const void* host_src) override;
-  void prepare_host_access(const void* ptr, size_t nbytes, bool write) override;
   void synchronize() override;
   DeviceCounters counters() const override;
 

@@ -24,6 +24,14 @@ AOTISHIM_API void check(AOTITorchError err);
 AOTISHIM_API std::vector<std::string> devices();
 // Waits for all work queued on a device ("cpu", "sim", "cuda:0", ...).
 AOTISHIM_API void synchronize(const std::string& device);
+// A device name ("cpu", "sim", "cuda:1", "mps") as the ABI's (device_type,
+// device_index); the cpu's index is -1, as torch passes it. Throws
+// aotishim::Error "invalid device ..." for anything else ("gpu", "cuda:", "cpu:1").
+struct AbiDevice {
+  int32_t type = 0;
+  int32_t index = -1;
+};
+AOTISHIM_API AbiDevice parse_device_abi(const std::string& device);
 
 // ---- scopes ----
 // Every tensor belongs to the scope current on its thread when it was made;

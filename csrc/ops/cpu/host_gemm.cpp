@@ -172,12 +172,6 @@ void gemm_bf16(const GemmArgs& args) {
   }
 }
 
-std::string shape(const Tensor& t) {
-  std::string s = "[";
-  for (size_t i = 0; i < t.sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(t.sizes[i]);
-  return s + "]";
-}
-
 void check_blas_dim(int64_t value, const char* name) {
   AOTISHIM_CHECK(value <= blas::kMaxInt, "matrix dimension ", name, " = ", value,
                  " exceeds the BLAS integer limit (", blas::kMaxInt, ")");
@@ -192,8 +186,8 @@ void host_gemm(const GemmArgs& args) {
   const int64_t B = out.sizes[0], M = out.sizes[1], N = out.sizes[2], K = a.sizes[2];
   AOTISHIM_CHECK(a.sizes[0] == B && b.sizes[0] == B && a.sizes[1] == M && b.sizes[1] == K &&
                      b.sizes[2] == N,
-                 "host_gemm: inconsistent shapes out ", shape(out), ", a ",
-                 shape(a), ", b ", shape(b));
+                 "host_gemm: inconsistent shapes out ", shape_string(out.sizes), ", a ",
+                 shape_string(a.sizes), ", b ", shape_string(b.sizes));
   AOTISHIM_CHECK(a.dtype == out.dtype && b.dtype == out.dtype,
                  "host_gemm: operands must share one dtype");
   check_blas_dim(M, "M");
