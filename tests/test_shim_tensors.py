@@ -198,3 +198,19 @@ def test_copy_array_to_fresh_memory():
     assert t.owns_storage and t.strides == [2, 1]
     arr[...] = 0
     np.testing.assert_array_equal(shim.to_numpy(t), np.arange(6).reshape(2, 3).T)
+
+
+def test_clone_keeps_a_dense_layout_like_torch():
+    """aoti_torch_clone follows torch's clone(): a dense permuted tensor keeps
+    its strides, anything with gaps or overlaps becomes contiguous."""
+    src = np.arange(12, dtype=np.float32).reshape(3, 4)
+    base = shim.from_numpy(src)
+    transposed = shim.reinterpret_tensor(base, [4, 3], [1, 4], 0)
+    c = shim.clone(transposed)
+    assert c.strides == [1, 4] and c.owns_storage and c.storage_nbytes == 48
+    np.testing.assert_array_equal(shim.to_numpy(c), src.T)
+    gapped = shim.reinterpret_tensor(base, [3, 2], [4, 2], 0)
+    assert shim.clone(gapped).strides == [2, 1]
+    broadcast = shim.reinterpret_tensor(base, [2, 4], [0, 1], 0)
+    assert shim.clone(broadcast).strides == [4, 1]
+    np.testing.assert_array_equal(shim.to_numpy(shim.clone(broadcast)), np.stack([src[0]] * 2))

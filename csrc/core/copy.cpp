@@ -121,6 +121,11 @@ Tensor clone_contiguous(const Tensor& src) {
   return out;
 }
 
+Tensor clone_preserving_layout(const Tensor& src) {
+  if (!src.is_non_overlapping_and_dense() || src.is_contiguous()) return clone_contiguous(src);
+  return clone_preserving_strides(src);
+}
+
 Tensor clone_preserving_strides(const Tensor& src) {
   Tensor out = make_empty(src.device(), src.dtype, src.sizes, src.strides);
   copy_tensor(out, src);

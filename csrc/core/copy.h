@@ -11,6 +11,9 @@ namespace aotishim {
 void copy_tensor(const Tensor& dst, const Tensor& src);
 // A fresh contiguous tensor with src's values, on src's device.
 Tensor clone_contiguous(const Tensor& src);
+// torch's clone(): a dense src keeps its dimension order (strides), any
+// other becomes contiguous.
+Tensor clone_preserving_layout(const Tensor& src);
 // A fresh tensor with src's sizes and strides (storage sized to fit).
 Tensor clone_preserving_strides(const Tensor& src);
 // Packed row-major bytes of src into host memory (numel * itemsize bytes).

@@ -104,7 +104,7 @@ AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src, AtenTensorHan
 AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret) {
   return guard(__func__, [&] {
     require_out(ret, "ret");
-    *ret = register_tensor(clone_contiguous(*lookup(self, "self")));
+    *ret = register_tensor(clone_preserving_layout(*lookup(self, "self")));
   });
 }
 

@@ -1,5 +1,6 @@
 #include "core/tensor.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/error.h"
@@ -43,6 +44,20 @@ bool Tensor::is_contiguous() const {
     if (sizes[d] == 1) continue;
     if (strides[d] != expected) return false;
     expected *= sizes[d];
+  }
+  return true;
+}
+
+bool Tensor::is_non_overlapping_and_dense() const {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims that step
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] != 1) dims.emplace_back(strides[d], sizes[d]);
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (size == 0) return true;
+    if (stride != expected) return false;
+    expected *= size;
   }
   return true;
 }

@@ -33,6 +33,9 @@ struct Tensor {
   AOTISHIM_API char* data() const;
   size_t byte_offset() const { return static_cast<size_t>(storage_offset) * itemsize(); }
   bool is_contiguous() const;
+  // Every element at its own address with no gaps, in some dimension order
+  // (a dense permutation, e.g. a transpose of a contiguous tensor).
+  bool is_non_overlapping_and_dense() const;
   // Bytes from data() to one past the last element reachable (0 if numel == 0).
   AOTISHIM_API size_t extent_bytes() const;
 };
