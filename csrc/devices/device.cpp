@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/library_path.h"
 
 namespace aotishim {
 
@@ -37,14 +38,6 @@ struct Plugin {
   void* handle = nullptr;
 };
 
-std::string library_dir() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&register_backend), &info) == 0 || !info.dli_fname) return "";
-  std::string path = info.dli_fname;
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
-
 const char* plugin_name(DeviceType type) {
   switch (type) {
     case DeviceType::CUDA:
@@ -70,7 +63,8 @@ Plugin& load_plugin_entry(DeviceType type) {
   std::call_once(plugin->once, [&] {
     const char* name = plugin_name(type);
     if (name == nullptr) return;
-    std::string path = library_dir() + name;
+    std::string path =
+        directory_of(library_file_of(reinterpret_cast<const void*>(&register_backend))) + name;
     plugin->handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (plugin->handle == nullptr) {
       const char* why = dlerror();

@@ -16,6 +16,7 @@
 
 #include "aotishim/c_shim.h"
 #include "aotishim/error.h"
+#include "core/library_path.h"
 #include "devices/device.h"
 #include "runner/container_api.h"
 #include "runner/elf_symbols.h"
@@ -115,12 +116,10 @@ namespace {
 // Our own library, opened once more (never closed) to look shims up in it.
 void* shim_handle() {
   static void* handle = [] {
-    Dl_info info{};
-    if (!dladdr(reinterpret_cast<void*>(&aotishim_last_error), &info) || !info.dli_fname) {
-      throw Error("cannot find the path of libaotishim (dladdr failed)");
-    }
+    const std::string self = library_file_of(reinterpret_cast<const void*>(&aotishim_last_error));
+    if (self.empty()) throw Error("cannot find the path of libaotishim (dladdr failed)");
     dlerror();
-    void* h = dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+    void* h = dlopen(self.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
     if (!h) {
       const char* why = dlerror();
       throw Error(std::string("cannot make libaotishim's shims global: ") +
@@ -134,9 +133,8 @@ void* shim_handle() {
 bool is_shim_name(const std::string& name) { return name.rfind("aoti_", 0) == 0; }
 
 std::string provider_of(void* address) {
-  Dl_info info{};
-  if (address && dladdr(address, &info) && info.dli_fname) return info.dli_fname;
-  return "another library";
+  std::string file = library_file_of(address);
+  return file.empty() ? "another library" : file;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/library_path.h"
 #include "devices/cuda/cublas_api.h"
 
 namespace aotishim {
@@ -17,14 +18,6 @@ namespace cublas {
 namespace {
 
 const char* const kSonames[] = {"libcublas.so.13", "libcublas.so.12"};
-
-std::string own_dir() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&api), &info) == 0 || !info.dli_fname) return "";
-  std::string path = info.dli_fname;
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
-}
 
 bool is_directory_like(const std::string& p) {
   return !p.empty() && (p.back() == '/' || p.find(".so") == std::string::npos);
@@ -48,7 +41,7 @@ std::vector<std::string> candidates() {
     return out;
   }
   for (const char* name : kSonames) out.push_back(name);
-  std::string dir = own_dir();
+  std::string dir = directory_of(library_file_of(reinterpret_cast<const void*>(&api)));
   if (!dir.empty()) {
     const char* wheel_dirs[] = {"../nvidia/cu13/lib/", "../nvidia/cublas/lib/",
                                 "../nvidia/cu12/lib/"};
