@@ -20,11 +20,13 @@ from numpy.lib.stride_tricks import as_strided
 import aotishim
 from aotishim import shim
 
-NP_DTYPES = {"float32": np.float32, "float64": np.float64, "bfloat16": ml_dtypes.bfloat16}
-BITS = {"float32": np.uint32, "float64": np.uint64, "bfloat16": np.uint16}
-# Relative to sum(|alpha * a_ik * b_kj|) + |beta * self_ij|; bfloat16 is
-# rounded once to 8 significant bits (2**-8) after float32 accumulation.
-RTOL = {"float64": 1e-12, "float32": 2e-5, "bfloat16": 1e-2}
+NP_DTYPES = {"float32": np.float32, "float64": np.float64, "bfloat16": ml_dtypes.bfloat16,
+             "float16": np.float16}
+BITS = {"float32": np.uint32, "float64": np.uint64, "bfloat16": np.uint16, "float16": np.uint16}
+# Relative to sum(|alpha * a_ik * b_kj|) + |beta * self_ij|; bfloat16 and
+# float16 are rounded once to 8 / 11 significant bits (2**-8, 2**-11) after
+# float32 accumulation.
+RTOL = {"float64": 1e-12, "float32": 2e-5, "bfloat16": 1e-2, "float16": 2e-3}
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -112,7 +114,7 @@ def layout(draw, sizes, broadcast=False):
 
 
 dims = st.one_of(st.integers(0, 6), st.integers(0, 40))
-dtypes = st.sampled_from(["float32", "float64", "bfloat16"])
+dtypes = st.sampled_from(["float32", "float64", "bfloat16", "float16"])
 
 
 def input_view(data, rng, dtype, sizes):
@@ -212,7 +214,7 @@ def test_addmm_matches_numpy(data, dtype, M, K, N, shape_index, beta, alpha, api
 
 
 @pytest.mark.parametrize("api", ["generic", "cpu"])
-@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
 def test_addmm_in_place_self_is_out(api, dtype):
     # addmm_out(buf, buf, a, b): the bias is out itself, padded, at an offset.
     rng = np.random.default_rng(0)
@@ -248,7 +250,7 @@ def test_out_view_in_cat_buffer_written_in_place(api):
     assert (buf[:5] == 7.0).all() and (buf[85:] == 7.0).all()
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
 def test_column_major_and_strided_out(dtype):
     rng = np.random.default_rng(2)
     a = make_view(rng, dtype, [7, 5], [5, 1], 0)
@@ -263,7 +265,7 @@ def test_column_major_and_strided_out(dtype):
         check_result(out, before, ref, mag)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
 def test_out_overlapping_an_input(dtype):
     # out is a itself and also overlaps b: the result must be computed from
     # the inputs as they were. Large enough that a blocked BLAS writing into
@@ -410,7 +412,7 @@ def test_dtype_mismatch(api):
 
 
 @pytest.mark.parametrize("api", ["generic", "cpu"])
-@pytest.mark.parametrize("dtype", ["int32", "float16"])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
 def test_unsupported_dtype(api, dtype):
     with pytest.raises(shim.ShimError, match=f"unsupported dtype {dtype}"):
         MM[api](t32([2, 2], dtype), t32([2, 3], dtype), t32([3, 2], dtype))

@@ -1,7 +1,7 @@
 #include "core/copy.h"
 
 #include "core/error.h"
-#include "devices/device.h"
+#include "core/device.h"
 
 namespace aotishim {
 

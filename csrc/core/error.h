@@ -39,19 +39,21 @@ const std::string& last_error();
 void clear_last_error();
 
 // Runs `body`; on an exception records "<function>: <message>" as the last
-// error, logs it, and returns AOTI_TORCH_FAILURE. Never lets anything escape.
+// error, logs it (unless `quiet`: for entries whose callers always check the
+// code and raise the message themselves), and returns AOTI_TORCH_FAILURE.
+// Never lets anything escape.
 template <typename Body>
-AOTITorchError guard(const char* function, Body&& body) noexcept {
+AOTITorchError guard(const char* function, Body&& body, bool quiet = false) noexcept {
   try {
     body();
     return AOTI_TORCH_SUCCESS;
   } catch (const std::exception& e) {
     std::string message = str(function, ": ", e.what());
-    log(LogLevel::Error, message);
+    if (!quiet) log(LogLevel::Error, message);
     set_last_error(std::move(message));
   } catch (...) {
     std::string message = str(function, ": unknown error");
-    log(LogLevel::Error, message);
+    if (!quiet) log(LogLevel::Error, message);
     set_last_error(std::move(message));
   }
   return AOTI_TORCH_FAILURE;

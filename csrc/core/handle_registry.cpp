@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/scope.h"
-#include "devices/device.h"
+#include "core/device.h"
 
 namespace aotishim {
 

@@ -3,7 +3,7 @@
 #include <atomic>
 
 #include "core/error.h"
-#include "devices/device.h"
+#include "core/device.h"
 
 namespace aotishim {
 

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "core/error.h"
-#include "devices/device.h"
+#include "core/device.h"
 
 namespace aotishim {
 

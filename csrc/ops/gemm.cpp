@@ -1,6 +1,6 @@
 // mm / addmm / bmm for every device: validation, broadcasting of addmm's
-// bias and overlap handling live here, once; the device then runs one batched
-// GemmArgs on its stream. Views are never copied on the host: every byte
+// bias and overlap handling live here, once; the device's gemm kernel then
+// runs one batched GemmArgs on its stream. Views are never copied on the host: every byte
 // moved goes through the device's copy or gemm, so asynchronous devices see
 // (and order) all of it.
 #include "ops/gemm.h"
@@ -11,8 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/device.h"
 #include "core/error.h"
-#include "devices/device.h"
+#include "ops/fallback_ops.h"
 
 namespace aotishim {
 namespace {
@@ -23,7 +24,8 @@ struct Arg {
 };
 
 bool gemm_dtype(DType dtype) {
-  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::BFloat16;
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::BFloat16 ||
+         dtype == DType::Float16;
 }
 
 // One device and one supported dtype for all operands.
@@ -38,7 +40,7 @@ void check_operands(const Arg& out, std::initializer_list<Arg> inputs) {
                    dtype_name(out.t.dtype), " but ", in.name, " is ", dtype_name(in.t.dtype));
   }
   AOTISHIM_CHECK(gemm_dtype(out.t.dtype), "unsupported dtype ", dtype_name(out.t.dtype),
-                 " (matrix products support float32, float64 and bfloat16)");
+                 " (matrix products support float32, float64, bfloat16 and float16)");
 }
 
 void check_rank(const Arg& arg, int64_t rank) {
@@ -122,13 +124,21 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, doub
   args.b = as_batch(b);
   args.alpha = alpha;
   args.beta = read_bias ? beta : 0.0;
-  device.gemm(args);
+  ops::gemm.run(device, args);
   if (via_temp) device.copy(out, target);
 }
 
 }  // namespace
 
-void mm_out(const Tensor& out, const Tensor& self, const Tensor& mat2) {
+namespace ops {
+
+Op<void(const GemmArgs&)> gemm("gemm");
+
+void mm_out(const OpCall& call, AtenTensorHandle out_h, AtenTensorHandle self_h,
+            AtenTensorHandle mat2_h) {
+  auto out_p = call.tensor(out_h, "out"), self_p = call.tensor(self_h, "self");
+  auto mat2_p = call.tensor(mat2_h, "mat2");
+  const Tensor &out = *out_p, &self = *self_p, &mat2 = *mat2_p;
   check_operands({"out", out}, {{"self", self}, {"mat2", mat2}});
   check_rank({"self", self}, 2);
   check_rank({"mat2", mat2}, 2);
@@ -140,8 +150,11 @@ void mm_out(const Tensor& out, const Tensor& self, const Tensor& mat2) {
   run(out, self, mat2, 1.0, 0.0, nullptr);
 }
 
-void addmm_out(const Tensor& out, const Tensor& self, const Tensor& mat1, const Tensor& mat2,
-               double beta, double alpha) {
+void addmm_out(const OpCall& call, AtenTensorHandle out_h, AtenTensorHandle self_h,
+               AtenTensorHandle mat1_h, AtenTensorHandle mat2_h, double beta, double alpha) {
+  auto out_p = call.tensor(out_h, "out"), self_p = call.tensor(self_h, "self");
+  auto mat1_p = call.tensor(mat1_h, "mat1"), mat2_p = call.tensor(mat2_h, "mat2");
+  const Tensor &out = *out_p, &self = *self_p, &mat1 = *mat1_p, &mat2 = *mat2_p;
   check_operands({"out", out}, {{"self", self}, {"mat1", mat1}, {"mat2", mat2}});
   check_rank({"mat1", mat1}, 2);
   check_rank({"mat2", mat2}, 2);
@@ -155,7 +168,11 @@ void addmm_out(const Tensor& out, const Tensor& self, const Tensor& mat1, const 
   run(out, mat1, mat2, alpha, beta, &bias);
 }
 
-void bmm_out(const Tensor& out, const Tensor& self, const Tensor& mat2) {
+void bmm_out(const OpCall& call, AtenTensorHandle out_h, AtenTensorHandle self_h,
+             AtenTensorHandle mat2_h) {
+  auto out_p = call.tensor(out_h, "out"), self_p = call.tensor(self_h, "self");
+  auto mat2_p = call.tensor(mat2_h, "mat2");
+  const Tensor &out = *out_p, &self = *self_p, &mat2 = *mat2_p;
   check_operands({"out", out}, {{"self", self}, {"mat2", mat2}});
   check_rank({"self", self}, 3);
   check_rank({"mat2", mat2}, 3);
@@ -169,4 +186,5 @@ void bmm_out(const Tensor& out, const Tensor& self, const Tensor& mat2) {
   run(out, self, mat2, 1.0, 0.0, nullptr);
 }
 
+}  // namespace ops
 }  // namespace aotishim

@@ -1,10 +1,12 @@
-// Matrix products for the fallback ops. The device-independent layer
-// (ops/gemm.cpp) validates and normalizes mm/addmm/bmm into GemmArgs; each
-// device runs GemmArgs on its stream.
+// Matrix products: mm, addmm and bmm (ops/gemm.cpp) validate and normalise
+// into GemmArgs; each device registers a kernel for the `gemm` op that runs
+// GemmArgs on its stream. float16 is accepted only on devices whose kernel
+// supports it (their kernel rejects it otherwise, in one place).
 #pragma once
 
 #include "aotishim/export.h"
 #include "core/tensor.h"
+#include "ops/op.h"
 
 namespace aotishim {
 
@@ -20,11 +22,9 @@ struct GemmArgs {
   double beta = 0.0;
 };
 
-// The ATen-shaped entry points; they dispatch to out's device. Exported for
-// the backend plugins' shims (aoti_torch_cuda_*).
-AOTISHIM_API void mm_out(const Tensor& out, const Tensor& self, const Tensor& mat2);
-AOTISHIM_API void addmm_out(const Tensor& out, const Tensor& self, const Tensor& mat1,
-                            const Tensor& mat2, double beta, double alpha);
-AOTISHIM_API void bmm_out(const Tensor& out, const Tensor& self, const Tensor& mat2);
+namespace ops {
+// The kernel slot of every matrix product; validation guarantees its promise.
+AOTISHIM_API extern Op<void(const GemmArgs&)> gemm;
+}  // namespace ops
 
 }  // namespace aotishim

@@ -4,7 +4,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
+#include <stdexcept>
 #include <memory>
 #include <optional>
 #include <string>
@@ -265,29 +268,27 @@ void bind_shim(py::module_& m) {
   m.def("grad_mode_set_enabled", [](bool e) { aoti_torch_grad_mode_set_enabled(e); });
   m.def("warn", [](const std::string& msg) { aoti_torch_warn("python", "<python>", 0, msg.c_str()); });
 
-  m.def("cpu_mm_out", [](uintptr_t out, uintptr_t a, uintptr_t b) {
-    check(aoti_torch_cpu_mm_out(to_handle(out), to_handle(a), to_handle(b)));
+  // The fallback-op table; Python builds its wrappers of the C entries from it.
+  m.def("fallback_ops", [] {
+    size_t count = 0;
+    const AotishimFallbackOp* table = aotishim_fallback_ops(&count);
+    py::list rows;
+    for (size_t i = 0; i < count; ++i) {
+      py::list devices;
+      if (table[i].cpu) devices.append("cpu");
+      if (table[i].cuda) devices.append("cuda");
+      if (table[i].mps) devices.append("mps");
+      rows.append(py::make_tuple(table[i].name, table[i].params, devices));
+    }
+    return rows;
   });
-  m.def("cpu_addmm_out", [](uintptr_t out, uintptr_t self, uintptr_t a, uintptr_t b, double beta,
-                            double alpha) {
-    check(aoti_torch_cpu_addmm_out(to_handle(out), to_handle(self), to_handle(a), to_handle(b),
-                                   beta, alpha));
-  });
-  m.def("cpu_bmm_out", [](uintptr_t out, uintptr_t a, uintptr_t b) {
-    check(aoti_torch_cpu_bmm_out(to_handle(out), to_handle(a), to_handle(b)));
-  });
-  m.def("mm_out", [](uintptr_t out, uintptr_t a, uintptr_t b) {
-    py::gil_scoped_release release;
-    mm_out(to_handle(out), to_handle(a), to_handle(b));
-  });
-  m.def("addmm_out", [](uintptr_t out, uintptr_t self, uintptr_t a, uintptr_t b, double beta,
-                        double alpha) {
-    py::gil_scoped_release release;
-    addmm_out(to_handle(out), to_handle(self), to_handle(a), to_handle(b), beta, alpha);
-  });
-  m.def("bmm_out", [](uintptr_t out, uintptr_t a, uintptr_t b) {
-    py::gil_scoped_release release;
-    bmm_out(to_handle(out), to_handle(a), to_handle(b));
+  // The file libaotishim was loaded from (the C entries live there).
+  m.def("library_file", [] {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<const void*>(&aotishim_last_error), &info) == 0 ||
+        info.dli_fname == nullptr)
+      throw std::runtime_error("cannot locate libaotishim");
+    return std::string(info.dli_fname);
   });
 
   m.def("borrow_array", &borrow_array, py::arg("array"), py::arg("dtype"));

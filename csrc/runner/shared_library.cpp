@@ -17,7 +17,7 @@
 #include "aotishim/c_shim.h"
 #include "aotishim/error.h"
 #include "core/library_path.h"
-#include "devices/device.h"
+#include "core/device.h"
 #include "runner/container_api.h"
 #include "runner/elf_symbols.h"
 

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import _core
+from . import _core, _fallback
 from ._dtypes import dtype_code, dtype_name, numpy_dtype, parse_device
 
 ShimError = _core.ShimError
@@ -21,7 +21,7 @@ ShimError = _core.ShimError
 __all__ = [
     "ShimError", "Tensor", "empty_strided", "from_numpy", "from_blob", "reinterpret_tensor",
     "new_tensor_handle", "assign_tensors_out", "clone", "clone_preserve_strides", "copy_",
-    "mm", "addmm", "bmm", "cpu_mm_out", "cpu_addmm_out", "cpu_bmm_out", "delete", "is_live",
+    "call_op", "FALLBACK_OPS", "mm", "addmm", "bmm", "cpu_mm_out", "cpu_addmm_out", "cpu_bmm_out", "delete", "is_live",
     "cleanup_memory", "to_numpy", "get", "constants", "host_malloc", "host_free", "last_error",
 ]
 
@@ -151,33 +151,48 @@ def copy_(dst: Tensor, src: Tensor) -> None:
     _core.copy_(_h(dst), _h(src))
 
 
+# ---- fallback ops: every op of libaotishim's table (aotishim/fallback_ops.def) ----
+FALLBACK_OPS = _fallback.load_table()
+
+
+def call_op(name: str, *args, entry: str | None = None):
+    """Call fallback op ``name`` with its shim's arguments (outputs it creates are
+    returned). ``entry=None`` calls the device-generic ``aotishim_<name>`` (the
+    device is the tensors'); ``entry="cpu"``/``"cuda"``/``"mps"`` calls
+    ``aoti_torch_<entry>_<name>``, exactly as generated code does."""
+    op = FALLBACK_OPS.get(name)
+    if op is None:
+        raise ValueError(f"no fallback op {name!r} (known: {', '.join(sorted(FALLBACK_OPS))})")
+    return op(*args, entry=entry)
+
+
 def mm(out: Tensor, a: Tensor, b: Tensor) -> None:
     """out = a @ b on out's device."""
-    _core.mm_out(_h(out), _h(a), _h(b))
+    call_op("mm_out", out, a, b)
 
 
 def addmm(out: Tensor, self: Tensor, a: Tensor, b: Tensor, beta: float = 1.0,
           alpha: float = 1.0) -> None:
     """out = beta * self + alpha * (a @ b) on out's device."""
-    _core.addmm_out(_h(out), _h(self), _h(a), _h(b), float(beta), float(alpha))
+    call_op("addmm_out", out, self, a, b, float(beta), float(alpha))
 
 
 def bmm(out: Tensor, a: Tensor, b: Tensor) -> None:
     """out[i] = a[i] @ b[i] on out's device."""
-    _core.bmm_out(_h(out), _h(a), _h(b))
+    call_op("bmm_out", out, a, b)
 
 
 def cpu_mm_out(out: Tensor, a: Tensor, b: Tensor) -> None:
-    _core.cpu_mm_out(_h(out), _h(a), _h(b))
+    call_op("mm_out", out, a, b, entry="cpu")
 
 
 def cpu_addmm_out(out: Tensor, self: Tensor, a: Tensor, b: Tensor, beta: float = 1.0,
                   alpha: float = 1.0) -> None:
-    _core.cpu_addmm_out(_h(out), _h(self), _h(a), _h(b), float(beta), float(alpha))
+    call_op("addmm_out", out, self, a, b, float(beta), float(alpha), entry="cpu")
 
 
 def cpu_bmm_out(out: Tensor, a: Tensor, b: Tensor) -> None:
-    _core.cpu_bmm_out(_h(out), _h(a), _h(b))
+    call_op("bmm_out", out, a, b, entry="cpu")
 
 
 def delete(t: Tensor) -> None:

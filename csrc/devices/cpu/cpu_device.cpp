@@ -1,13 +1,14 @@
 // The host device: synchronous, memory from the C heap (64-byte aligned for
-// vectorised kernels), work runs immediately.
+// vectorised kernels), work runs immediately. Its op kernels register here.
 #include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
 #include "core/tensor.h"
-#include "devices/device.h"
-#include "ops/cpu/host_copy.h"
-#include "ops/cpu/host_gemm.h"
+#include "core/device.h"
+#include "devices/cpu/host_copy.h"
+#include "devices/cpu/host_gemm.h"
+#include "ops/gemm.h"
 
 namespace aotishim {
 
@@ -18,7 +19,6 @@ class CpuDevice final : public Device {
   CpuDevice() : Device(DeviceType::CPU, 0) {}
 
   void copy(const Tensor& dst, const Tensor& src) override { host_copy(dst, src); }
-  void gemm(const GemmArgs& args) override { host_gemm(args); }
   void download(void* host_dst, const Tensor& src) override {
     std::memcpy(host_dst, src.data(), src.extent_bytes());
   }
@@ -39,6 +39,7 @@ std::unique_ptr<Device> make_cpu(int32_t) { return std::make_unique<CpuDevice>()
 int count_cpu() { return 1; }
 
 const bool registered = (register_backend(DeviceType::CPU, make_cpu, count_cpu), true);
+AOTISHIM_REGISTER_KERNEL(ops::gemm, DeviceType::CPU, host_gemm);
 
 }  // namespace
 }  // namespace aotishim

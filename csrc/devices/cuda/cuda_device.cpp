@@ -90,11 +90,6 @@ void CudaDevice::copy(const Tensor& dst, const Tensor& src) {
   count_command();
 }
 
-void CudaDevice::gemm(const GemmArgs& args) {
-  DeviceScope on(index());
-  cuda_gemm(*this, args);
-}
-
 void CudaDevice::download(void* host_dst, const Tensor& src) {
   size_t n = src.extent_bytes();
   if (n == 0) return;

@@ -9,7 +9,8 @@
 #include <mutex>
 
 #include "devices/cuda/cublas_api.h"
-#include "devices/device.h"
+#include "core/device.h"
+#include "ops/gemm.h"
 
 namespace aotishim {
 namespace cuda {
@@ -20,7 +21,6 @@ class CudaDevice final : public Device {
   ~CudaDevice() override;
 
   void copy(const Tensor& dst, const Tensor& src) override;
-  void gemm(const GemmArgs& args) override;
   void download(void* host_dst, const Tensor& src) override;
   void upload(const Tensor& dst, const void* host_src) override;
   void synchronize() override;

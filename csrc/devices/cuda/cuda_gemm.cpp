@@ -7,9 +7,11 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/strided.h"
 #include "core/tensor.h"
 #include "devices/cuda/cuda_device.h"
 #include "devices/cuda/cuda_kernels.h"
+#include "devices/cuda/cuda_stream.h"
 #include "ops/gemm.h"
 
 namespace aotishim {
@@ -24,21 +26,10 @@ struct Layout {
   int64_t ld = 1;
 };
 
-// For a (rows x cols) view with strides (rs, cs).
-Layout layout_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-  int64_t r1 = rows > 1 ? rows : 1, c1 = cols > 1 ? cols : 1;
-  if (rs == 1 || rows == 1) {  // column-major as it is
-    int64_t ld = cols == 1 ? r1 : cs;
-    if (ld >= r1) return {true, cublas::kOpN, ld};
-  }
-  if (cs == 1 || cols == 1) {  // its transpose is column-major
-    int64_t ld = rows == 1 ? c1 : rs;
-    if (ld >= c1) return {true, cublas::kOpT, ld};
-  }
-  return {};
+Layout layout_of(const Tensor& t) {
+  const MatrixView v = column_major_view(t.sizes[1], t.sizes[2], t.strides[1], t.strides[2]);
+  return {v.ok, v.transposed ? cublas::kOpT : cublas::kOpN, v.ld};
 }
-
-Layout layout_of(const Tensor& t) { return layout_of(t.sizes[1], t.sizes[2], t.strides[1], t.strides[2]); }
 
 int flip(int op) { return op == cublas::kOpN ? cublas::kOpT : cublas::kOpN; }
 
@@ -145,6 +136,15 @@ void cuda_gemm(CudaDevice& device, const GemmArgs& args) {
   run_cublas(device, tmp, a, b, layout_of(tmp), la, lb, args.alpha, args.beta);
   device.copy(out, tmp);
 }
+
+namespace {
+void gemm_kernel(const GemmArgs& args) {
+  CudaDevice& device = static_cast<CudaDevice&>(args.out.device());
+  DeviceScope on(device.index());
+  cuda_gemm(device, args);
+}
+AOTISHIM_REGISTER_KERNEL(ops::gemm, DeviceType::CUDA, gemm_kernel);
+}  // namespace
 
 }  // namespace cuda
 }  // namespace aotishim

@@ -12,8 +12,6 @@
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/cuda_device.h"
 #include "devices/cuda/cuda_stream.h"
-#include "ops/gemm.h"
-#include "ops/require_device.h"
 
 using namespace aotishim;
 using namespace aotishim::cuda;
@@ -66,36 +64,6 @@ void check_index(int32_t device_index) {
 }  // namespace
 
 extern "C" {
-
-AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                      AtenTensorHandle mat2) {
-  return guard(__func__, [&] {
-    auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
-    require_device(DeviceType::CUDA, {{"out", o.get()}, {"self", s.get()}, {"mat2", m.get()}});
-    mm_out(*o, *s, *m);
-  });
-}
-
-AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                         AtenTensorHandle mat1, AtenTensorHandle mat2,
-                                         double beta, double alpha) {
-  return guard(__func__, [&] {
-    auto o = lookup(out, "out"), s = lookup(self, "self");
-    auto m1 = lookup(mat1, "mat1"), m2 = lookup(mat2, "mat2");
-    require_device(DeviceType::CUDA,
-                   {{"out", o.get()}, {"self", s.get()}, {"mat1", m1.get()}, {"mat2", m2.get()}});
-    addmm_out(*o, *s, *m1, *m2, beta, alpha);
-  });
-}
-
-AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                       AtenTensorHandle mat2) {
-  return guard(__func__, [&] {
-    auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
-    require_device(DeviceType::CUDA, {{"out", o.get()}, {"self", s.get()}, {"mat2", m.get()}});
-    bmm_out(*o, *s, *m);
-  });
-}
 
 AOTITorchError aoti_torch_create_cuda_guard(int32_t device_index, CUDAGuardHandle* ret_guard) {
   return guard(__func__, [&] {

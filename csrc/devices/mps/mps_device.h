@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "devices/device.h"
+#include "core/device.h"
 #include "ops/gemm.h"
 
 namespace aotishim {
@@ -38,7 +38,8 @@ class MpsDevice final : public Device {
   ~MpsDevice() override;
 
   void copy(const Tensor& dst, const Tensor& src) override;
-  void gemm(const GemmArgs& args) override;
+  // The gemm kernel (registered for ops::gemm).
+  void gemm(const GemmArgs& args);
   void download(void* host_dst, const Tensor& src_packed) override;
   void upload(const Tensor& dst_packed, const void* host_src) override;
   void synchronize() override;

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/strided.h"
 #include "devices/mps/mps_kernels.h"
 #include "devices/mps/mps_util.h"
 
@@ -62,18 +63,8 @@ struct CopyDim {
 
 std::vector<CopyDim> coalesce(const Tensor& dst, const Tensor& src) {
   std::vector<CopyDim> dims;
-  for (size_t i = 0; i < dst.sizes.size(); ++i) {
-    if (dst.sizes[i] == 1) continue;
-    CopyDim d{dst.sizes[i], dst.strides[i], src.strides[i]};
-    if (!dims.empty() && dims.back().dst_stride == d.size * d.dst_stride &&
-        dims.back().src_stride == d.size * d.src_stride) {
-      dims.back().size *= d.size;
-      dims.back().dst_stride = d.dst_stride;
-      dims.back().src_stride = d.src_stride;
-    } else {
-      dims.push_back(d);
-    }
-  }
+  for (const WalkDim& d : coalesce_dims(dst.sizes, {&dst.strides, &src.strides}))
+    dims.push_back({d.size, d.strides[0], d.strides[1]});
   return dims;
 }
 
@@ -95,20 +86,13 @@ struct MatrixLayout {
 MatrixLayout matrix_layout(const Tensor& t) {
   MatrixLayout l;
   const int64_t B = t.sizes[0], R = t.sizes[1], C = t.sizes[2];
-  const int64_t sb = t.strides[0], sr = t.strides[1], sc = t.strides[2];
-  int64_t ld;
-  if ((C == 1 || sc == 1) && (R == 1 || sr >= C)) {
-    l.rows = static_cast<NSUInteger>(R);
-    l.cols = static_cast<NSUInteger>(C);
-    ld = R == 1 ? C : sr;
-  } else if ((R == 1 || sr == 1) && (C == 1 || sc >= R)) {
-    l.transposed = true;
-    l.rows = static_cast<NSUInteger>(C);
-    l.cols = static_cast<NSUInteger>(R);
-    ld = C == 1 ? R : sc;
-  } else {
-    return l;
-  }
+  const int64_t sb = t.strides[0];
+  const MatrixView v = row_major_view(R, C, t.strides[1], t.strides[2]);
+  if (!v.ok) return l;
+  l.transposed = v.transposed;
+  l.rows = static_cast<NSUInteger>(v.transposed ? C : R);
+  l.cols = static_cast<NSUInteger>(v.transposed ? R : C);
+  const int64_t ld = v.ld;
   const int64_t rows = static_cast<int64_t>(l.rows);
   if (B > 1 && (ld == 0 || sb % ld != 0 || sb < rows * ld)) return l;
   l.row_bytes = static_cast<NSUInteger>(ld) * t.itemsize();
@@ -118,6 +102,9 @@ MatrixLayout matrix_layout(const Tensor& t) {
 }
 
 }  // namespace
+
+static void mps_gemm(const GemmArgs& args) { static_cast<MpsDevice&>(args.out.device()).gemm(args); }
+AOTISHIM_REGISTER_KERNEL(ops::gemm, DeviceType::MPS, mps_gemm);
 
 MpsDevice& mps_device(int32_t index) {
   return static_cast<MpsDevice&>(get_device(DeviceType::MPS, index));

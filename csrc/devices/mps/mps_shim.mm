@@ -21,7 +21,6 @@
 #include "core/handle_registry.h"
 #include "devices/mps/mps_device.h"
 #include "devices/mps/mps_util.h"
-#include "ops/gemm.h"
 
 #if !__has_feature(objc_arc)
 #error "the mps shims are built with ARC (-fobjc-arc)"
@@ -162,13 +161,6 @@ MTLCompileOptions* compile_options() {
   options.fastMathEnabled = NO;  // results should match eager within float rounding
 #pragma clang diagnostic pop
   return options;
-}
-
-void require_mps(std::initializer_list<std::pair<const char*, const Tensor*>> args) {
-  for (const auto& [name, t] : args) {
-    AOTISHIM_CHECK(t->device().type() == DeviceType::MPS, name, " is on ", t->device().name(),
-                   ", but this op runs on mps");
-  }
 }
 
 }  // namespace
@@ -437,40 +429,6 @@ AOTITorchError aoti_torch_mps_copy_buffer(void* src_buffer, void* dst_buffer, si
     device.prepare_host_access(src, data_size, false);
     device.prepare_host_access(dst, data_size, true);
     std::memmove(dst, src, data_size);
-  });
-}
-
-// ---- fallback ops ----
-
-AOTITorchError aoti_torch_mps_mm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                     AtenTensorHandle mat2) {
-  using namespace aotishim;
-  return guard(__func__, [&] {
-    auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
-    require_mps({{"out", o.get()}, {"self", s.get()}, {"mat2", m.get()}});
-    mm_out(*o, *s, *m);
-  });
-}
-
-AOTITorchError aoti_torch_mps_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                        AtenTensorHandle mat1, AtenTensorHandle mat2, double beta,
-                                        double alpha) {
-  using namespace aotishim;
-  return guard(__func__, [&] {
-    auto o = lookup(out, "out"), s = lookup(self, "self");
-    auto m1 = lookup(mat1, "mat1"), m2 = lookup(mat2, "mat2");
-    require_mps({{"out", o.get()}, {"self", s.get()}, {"mat1", m1.get()}, {"mat2", m2.get()}});
-    addmm_out(*o, *s, *m1, *m2, beta, alpha);
-  });
-}
-
-AOTITorchError aoti_torch_mps_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                      AtenTensorHandle mat2) {
-  using namespace aotishim;
-  return guard(__func__, [&] {
-    auto o = lookup(out, "out"), s = lookup(self, "self"), m = lookup(mat2, "mat2");
-    require_mps({{"out", o.get()}, {"self", s.get()}, {"mat2", m.get()}});
-    bmm_out(*o, *s, *m);
   });
 }
 

@@ -5,9 +5,10 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/strided.h"
 #include "devices/sim/hazard_checker.h"
-#include "ops/cpu/host_copy.h"
-#include "ops/cpu/host_gemm.h"
+#include "devices/cpu/host_copy.h"
+#include "devices/cpu/host_gemm.h"
 
 namespace aotishim {
 
@@ -27,8 +28,12 @@ const bool registered = (register_backend(DeviceType::Sim, &make_sim, &sim_count
 
 // The layout a GPU matrix kernel takes as is: rows of unit-stride elements.
 bool row_major(const Tensor& t) {
-  return (t.sizes[2] <= 1 || t.strides[2] == 1) && (t.sizes[1] <= 1 || t.strides[1] >= t.sizes[2]);
+  const MatrixView v = row_major_view(t.sizes[1], t.sizes[2], t.strides[1], t.strides[2]);
+  return v.ok && !v.transposed;
 }
+
+void sim_gemm(const GemmArgs& args) { static_cast<SimDevice&>(args.out.device()).gemm(args); }
+AOTISHIM_REGISTER_KERNEL(ops::gemm, DeviceType::Sim, sim_gemm);
 
 }  // namespace
 

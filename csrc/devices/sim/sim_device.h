@@ -13,8 +13,9 @@
 
 #include "aotishim/sim.h"
 #include "core/tensor.h"
-#include "devices/device.h"
+#include "core/device.h"
 #include "devices/sim/command_stream.h"
+#include "ops/gemm.h"
 
 namespace aotishim {
 
@@ -24,7 +25,9 @@ class SimDevice final : public Device {
   ~SimDevice() override;
 
   void copy(const Tensor& dst, const Tensor& src) override;
-  void gemm(const GemmArgs& args) override;
+  // The gemm kernel (registered for ops::gemm): records the product and the
+  // packing it needs as commands.
+  void gemm(const GemmArgs& args);
   void download(void* host_dst, const Tensor& src_packed) override;
   void upload(const Tensor& dst_packed, const void* host_src) override;
   void synchronize() override;

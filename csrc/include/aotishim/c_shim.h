@@ -92,15 +92,6 @@ AOTISHIM_API AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle s
 AOTISHIM_API AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src,
                                              int32_t non_blocking);
 
-// ---- fallback ops (CPU) ----
-AOTISHIM_API AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                                  AtenTensorHandle mat2);
-AOTISHIM_API AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                                     AtenTensorHandle mat1, AtenTensorHandle mat2,
-                                                     double beta, double alpha);
-AOTISHIM_API AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                                   AtenTensorHandle mat2);
-
 // ---- aotishim's own additions ----
 // The message of the last failure on this thread ("" if none). Valid until the
 // next failing call on this thread.
@@ -109,3 +100,6 @@ AOTISHIM_API const char* aotishim_last_error(void);
 #ifdef __cplusplus
 }  // extern "C"
 #endif
+
+// The fallback ops (aoti_torch_{cpu,cuda,mps}_<op>, aotishim_<op>), from the op table.
+#include "aotishim/fallback_ops.h"

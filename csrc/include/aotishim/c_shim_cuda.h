@@ -10,17 +10,6 @@
 extern "C" {
 #endif
 
-// ---- fallback ops (CUDA) ----
-AOTISHIM_API AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                                   AtenTensorHandle mat2);
-AOTISHIM_API AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out,
-                                                      AtenTensorHandle self,
-                                                      AtenTensorHandle mat1,
-                                                      AtenTensorHandle mat2, double beta,
-                                                      double alpha);
-AOTISHIM_API AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                                    AtenTensorHandle mat2);
-
 // ---- device and stream guards, the current stream ----
 struct CUDAGuardOpaque;
 typedef struct CUDAGuardOpaque* CUDAGuardHandle;

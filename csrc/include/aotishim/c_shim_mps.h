@@ -1,7 +1,7 @@
 // The aoti_torch_mps_* C ABI that AOTInductor-generated Metal code calls.
 // Names and signatures follow PyTorch 2.13's
 // torch/csrc/inductor/aoti_torch/c/shim_mps.h (shader libraries, kernel
-// encoding, memory) and generated/c_shim_mps.h (mm/addmm/bmm).
+// encoding, memory); its fallback ops come from the op table (fallback_ops.h).
 // Provided on Apple platforms only, where the `mps` device is built.
 //
 // Memory: an mps pointer is the `contents` of a shared-storage MTLBuffer;
@@ -92,14 +92,8 @@ AOTISHIM_API AOTITorchError aoti_torch_mps_run_command_block(
     AOTIMetalKernelFunctionHandle func, aoti_torch_mps_command_block_callback_t callback,
     void* user_data);
 
-// ---- fallback ops (generated/c_shim_mps.h); all tensors on mps ----
-AOTISHIM_API AOTITorchError aoti_torch_mps_mm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                                  AtenTensorHandle mat2);
-AOTISHIM_API AOTITorchError aoti_torch_mps_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                                     AtenTensorHandle mat1, AtenTensorHandle mat2,
-                                                     double beta, double alpha);
-AOTISHIM_API AOTITorchError aoti_torch_mps_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                                   AtenTensorHandle mat2);
+// The fallback ops (aoti_torch_mps_mm_out, ...) are declared from the op
+// table in aotishim/fallback_ops.h.
 
 #ifdef __cplusplus
 }  // extern "C"

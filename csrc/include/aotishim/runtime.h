@@ -83,11 +83,10 @@ struct MemoryStats {
 AOTISHIM_API MemoryStats memory_stats();
 AOTISHIM_API bool is_live_handle(AtenTensorHandle handle);
 
-// ---- device-generic operations (the aoti_torch_<device>_* shims call these) ----
-AOTISHIM_API void mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
-AOTISHIM_API void addmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat1,
-                            AtenTensorHandle mat2, double beta, double alpha);
-AOTISHIM_API void bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+// ---- device-generic operations ----
+// The fallback ops have device-generic C entries, aotishim_<op> (for example
+// aotishim_mm_out), declared from the op table in aotishim/fallback_ops.h; wrap
+// them in check() for exceptions.
 
 // ---- host transfers ----
 struct TensorInfo {

@@ -1,5 +1,7 @@
-// The one small interface every backend implements: memory, work on the
-// device's stream, and synchronization. Backends live in their own folders.
+// The one small interface every backend implements: memory, copies, host
+// transfers and synchronization. Ops are not part of it: a backend registers
+// kernels for them in the op registry (ops/op.h). Backends live in their own
+// folders under devices/.
 // AOTISHIM_API marks what backend plugins (libaotishim_cuda) link against.
 #pragma once
 
@@ -16,7 +18,6 @@
 namespace aotishim {
 
 struct Tensor;
-struct GemmArgs;
 
 struct DeviceCounters {
   uint64_t synchronizes = 0;
@@ -46,8 +47,6 @@ class Device {
   // dst = src elementwise (same sizes; any strides, dtypes may differ where
   // the backend supports conversion). dst must not partially overlap src.
   virtual void copy(const Tensor& dst, const Tensor& src) = 0;
-  // out = beta * out + alpha * a @ b, batched 3-D views (see ops/gemm.h).
-  virtual void gemm(const GemmArgs& args) = 0;
   // Host <-> device bytes of one storage region. The backend makes the host
   // access safe (waits for pending work that touches those bytes).
   virtual void download(void* host_dst, const Tensor& src_packed) = 0;

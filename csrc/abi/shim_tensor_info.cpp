@@ -1,7 +1,7 @@
 // Getters: everything about a tensor handle, validated.
 #include "core/error.h"
 #include "core/handle_registry.h"
-#include "devices/device.h"
+#include "core/device.h"
 
 using namespace aotishim;
 

@@ -2,7 +2,7 @@
 #include "core/copy.h"
 #include "core/error.h"
 #include "core/handle_registry.h"
-#include "devices/device.h"
+#include "core/device.h"
 
 using namespace aotishim;
 

@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/handle_registry.h"
 #include "core/scope.h"
-#include "devices/device.h"
+#include "core/device.h"
 
 namespace aotishim {
 

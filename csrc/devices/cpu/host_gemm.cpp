@@ -3,7 +3,7 @@
 // over where it lies, so float32/float64 views at offsets and with padded rows
 // cost nothing extra; only views BLAS cannot describe are packed into a
 // temporary. bfloat16 has no BLAS GEMM here and is widened to float32.
-#include "ops/cpu/host_gemm.h"
+#include "devices/cpu/host_gemm.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -12,7 +12,8 @@
 
 #include "core/error.h"
 #include "core/half.h"
-#include "ops/cpu/blas.h"
+#include "core/strided.h"
+#include "devices/cpu/blas.h"
 
 namespace aotishim {
 namespace {
@@ -35,38 +36,32 @@ struct BlasLayout {
   int ld = 0;
 };
 
-// Strides of size-1 dimensions are arbitrary, so they never decide anything.
 BlasLayout blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-  BlasLayout layout;
-  if (cols <= 1 || cs == 1) {  // row-major, rows `ld` apart
-    int64_t ld = rows <= 1 ? std::max<int64_t>(cols, 1) : rs;
-    if (ld >= std::max<int64_t>(cols, 1) && ld <= blas::kMaxInt) {
-      layout.ok = true;
-      layout.ld = static_cast<int>(ld);
-      return layout;
-    }
-  }
-  if (rows <= 1 || rs == 1) {  // column-major: the transpose of a row-major matrix
-    int64_t ld = cols <= 1 ? std::max<int64_t>(rows, 1) : cs;
-    if (ld >= std::max<int64_t>(rows, 1) && ld <= blas::kMaxInt) {
-      layout.ok = true;
-      layout.trans = true;
-      layout.ld = static_cast<int>(ld);
-      return layout;
-    }
-  }
-  return layout;
+  const MatrixView v = row_major_view(rows, cols, rs, cs);
+  if (!v.ok || v.ld > blas::kMaxInt) return {};
+  return {true, v.transposed, static_cast<int>(v.ld)};
 }
 
 struct Identity {
   template <typename T>
   T operator()(T v) const { return v; }
 };
-struct FromBF16 {
-  float operator()(uint16_t v) const { return bf16_to_float(v); }
+// 16-bit floats as float32 and back (rounded to nearest even).
+struct BF16 {
+  static float widen(uint16_t v) { return bf16_to_float(v); }
+  static uint16_t narrow(float v) { return float_to_bf16(v); }
 };
-struct ToBF16 {
-  uint16_t operator()(float v) const { return float_to_bf16(v); }
+struct F16 {
+  static float widen(uint16_t v) { return f16_to_float(v); }
+  static uint16_t narrow(float v) { return float_to_f16(v); }
+};
+template <typename Format>
+struct Widen {
+  float operator()(uint16_t v) const { return Format::widen(v); }
+};
+template <typename Format>
+struct Narrow {
+  uint16_t operator()(float v) const { return Format::narrow(v); }
 };
 
 // dst (packed rows x cols, row-major) = conv(src view)
@@ -153,9 +148,11 @@ void gemm_native(const GemmArgs& args) {
   }
 }
 
-// bfloat16: widen the operands to float32, run sgemm (so the products, the
-// sum and the beta term are all float32), round once on the way back.
-void gemm_bf16(const GemmArgs& args) {
+// bfloat16 and float16: widen the operands to float32, run sgemm (so the
+// products, the sum and the beta term are all float32), round once on the way
+// back.
+template <typename Format>
+void gemm_widened(const GemmArgs& args) {
   const int64_t M = args.out.sizes[1], N = args.out.sizes[2], K = args.a.sizes[2];
   std::vector<float> fa(static_cast<size_t>(M * K)), fb(static_cast<size_t>(K * N)),
       fc(static_cast<size_t>(M * N));
@@ -163,12 +160,12 @@ void gemm_bf16(const GemmArgs& args) {
   const float alpha = static_cast<float>(args.alpha), beta = static_cast<float>(args.beta);
   for (int64_t batch = 0; batch < args.out.sizes[0]; ++batch) {
     Mat<uint16_t> c = batch_matrix<uint16_t>(args.out, batch);
-    gather(fa.data(), batch_matrix<uint16_t>(args.a, batch), FromBF16{});
-    gather(fb.data(), batch_matrix<uint16_t>(args.b, batch), FromBF16{});
-    if (beta != 0.0f) gather(fc.data(), c, FromBF16{});
+    gather(fa.data(), batch_matrix<uint16_t>(args.a, batch), Widen<Format>{});
+    gather(fb.data(), batch_matrix<uint16_t>(args.b, batch), Widen<Format>{});
+    if (beta != 0.0f) gather(fc.data(), c, Widen<Format>{});
     gemm_one(Mat<float>{fc.data(), M, N, N, 1}, Mat<float>{fa.data(), M, K, K, 1},
              Mat<float>{fb.data(), K, N, N, 1}, alpha, beta, scratch_a, scratch_b, scratch_c);
-    scatter(c, fc.data(), ToBF16{});
+    scatter(c, fc.data(), Narrow<Format>{});
   }
 }
 
@@ -203,11 +200,14 @@ void host_gemm(const GemmArgs& args) {
       gemm_native<double>(args);
       break;
     case DType::BFloat16:
-      gemm_bf16(args);
+      gemm_widened<BF16>(args);
+      break;
+    case DType::Float16:
+      gemm_widened<F16>(args);
       break;
     default:
       fail(str("unsupported dtype ", dtype_name(out.dtype),
-               " for gemm on the CPU (supported: float32, float64, bfloat16)"));
+               " for gemm on the CPU (supported: float32, float64, bfloat16, float16)"));
   }
 }
 

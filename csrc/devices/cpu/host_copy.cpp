@@ -1,4 +1,4 @@
-#include "ops/cpu/host_copy.h"
+#include "devices/cpu/host_copy.h"
 
 #include <cstring>
 #include <limits>
