@@ -11,7 +11,7 @@ follow torch's generated shims:
 - ``AtenTensorHandle* x`` (other names): an optional tensor, ``None`` for absent;
 - ``const int64_t* x, int64_t x_len_``: a list of ints (the length is implied);
 - ``double* x`` / ``int64_t* x``: an optional scalar, ``None`` for absent;
-- ``const char* x``: an optional string.
+- ``const char* x`` / ``const char** x``: a string / an optional string.
 """
 
 from __future__ import annotations
@@ -124,6 +124,12 @@ class FallbackOp:
             return array
         if p.ctype == "const char*":
             return None if value is None else str(value).encode()
+        if p.ctype == "const char**":  # an optional string
+            if value is None:
+                return None
+            box = ctypes.c_char_p(str(value).encode())
+            keep.append(box)
+            return ctypes.byref(box)
         if p.ctype.endswith("*") and p.ctype[:-1] in _SCALARS:  # an optional scalar
             if value is None:
                 return None
