@@ -51,7 +51,25 @@ class AliasInput(nn.Module):
         return x, torch.sin(x) * 2
 
 
+class SharedBufferWeights(nn.Module):
+    """Two layers whose weights are views into one buffer at storage offsets,
+    the layout torch gives an RNN's parameters on cuda (flatten_parameters).
+    The compiled code reinterprets each weight with offset 0, meaning "where
+    the weight starts", not "where the buffer starts"."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        flat = torch.randn(2 * 8 * 6 + 5)
+        # Parameters sharing flat's storage, at offsets 5 and 5 + 48.
+        self.w1 = nn.Parameter(flat[5:53].view(8, 6))
+        self.w2 = nn.Parameter(flat[53:].view(6, 8))
+
+    def forward(self, x: torch.Tensor):
+        return torch.tanh(x @ self.w1.t()) @ self.w2.t()
+
+
 _EXTRA = {
+    "shared_buffer_weights": (SharedBufferWeights, [(3, 6)]),
     "repeated_output": (RepeatedOutput, [(3, 6)]),
     "constant_output": (ConstantOutput, [(3, 5)]),
     "alias_input": (AliasInput, [(4, 4)]),

@@ -89,9 +89,10 @@ class MemoryMachine(RuleBasedStateMachine):
         if base.handle not in self.views:
             return base
         b = self.views[base.handle]
-        sizes, strides, offset = _view_geometry(data.draw, self.mirrors[b.storage].size)
-        t = shim.reinterpret_tensor(base, sizes, strides, offset)
-        self.views[t.handle] = _View(b.storage, offset, sizes, strides)
+        # The offset counts from where base starts (torch's _reinterpret_tensor).
+        sizes, strides, step = _view_geometry(data.draw, self.mirrors[b.storage].size - b.offset)
+        t = shim.reinterpret_tensor(base, sizes, strides, step)
+        self.views[t.handle] = _View(b.storage, b.offset + step, sizes, strides)
         return t
 
     @rule(target=handles, base=handles)

@@ -66,6 +66,27 @@ def test_reinterpret_shares_storage_and_writes_through():
     assert stats["scopes"][0]["owned_storages"] == 1  # one allocation behind both
 
 
+def test_reinterpret_offset_counts_from_where_self_starts():
+    """As torch's _reinterpret_tensor: the offset is added to self's storage
+    offset. Generated code reinterprets a weight that lies inside a shared
+    buffer (an RNN's flattened parameters on cuda) with offset 0; taking the
+    offset as absolute read the buffer's first weight instead (silently wrong
+    numbers; this test fails that way: storage offset 0, not 5)."""
+    flat = np.arange(20, dtype=np.float32)
+    base = shim.from_numpy(flat, copy=True)
+    weight = shim.reinterpret_tensor(base, [3, 4], [4, 1], 5)
+    assert shim.get(weight, "storage_offset") == 5
+    transposed = shim.reinterpret_tensor(weight, [4, 3], [1, 4], 0)
+    assert shim.get(transposed, "storage_offset") == 5
+    np.testing.assert_array_equal(shim.to_numpy(transposed), flat[5:17].reshape(3, 4).T)
+    shifted = shim.reinterpret_tensor(weight, [2], [1], 2)
+    assert shim.get(shifted, "storage_offset") == 7
+    np.testing.assert_array_equal(shim.to_numpy(shifted), flat[7:9])
+    # Still bounded by the storage, counted from the storage's start.
+    with pytest.raises(aotishim.ShimError, match="outside its storage"):
+        shim.reinterpret_tensor(weight, [4], [1], 12)
+
+
 def test_new_tensor_handle_and_assign_out_share_storage():
     a = shim.from_numpy(np.arange(6, dtype=np.int32).reshape(2, 3), copy=True)
     b = shim.new_tensor_handle(a)

@@ -73,16 +73,24 @@ AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor) {
   return guard(__func__, [&] { release(tensor); });
 }
 
+// The offset is added to self's own storage offset, as torch's
+// _reinterpret_tensor does: generated code reinterprets a weight that is a
+// view into a shared buffer (an RNN's flattened parameters) with offset 0,
+// meaning "where self starts", not "where the storage starts".
 AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndim,
                                               const int64_t* sizes_ptr,
-                                              const int64_t* strides_ptr, int64_t storage_offset,
-                                              AtenTensorHandle* ret) {
+                                              const int64_t* strides_ptr,
+                                              int64_t offset_increment, AtenTensorHandle* ret) {
   return guard(__func__, [&] {
     require_out(ret, "ret_new_tensor");
     auto base = lookup(self, "self");
     AOTISHIM_CHECK(strides_ptr != nullptr || ndim == 0, "strides pointer is null");
     std::vector<int64_t> sizes, strides;
     read_shape(ndim, sizes_ptr, strides_ptr, sizes, strides);
+    int64_t storage_offset = 0;
+    AOTISHIM_CHECK(!__builtin_add_overflow(base->storage_offset, offset_increment, &storage_offset),
+                   "storage offset ", base->storage_offset, " + ", offset_increment,
+                   " overflows int64");
     *ret = register_tensor(make_view(*base, std::move(sizes), std::move(strides), storage_offset));
   });
 }

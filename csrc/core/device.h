@@ -54,6 +54,18 @@ class Device {
   virtual void synchronize() {}
   virtual DeviceCounters counters() const { return {}; }
 
+  // Code outside aotishim that relies on the runtime's implicit per-thread
+  // current device (a compiled model creates its events and picks the
+  // default stream by it) runs inside a CurrentDevice (below). enter() makes
+  // this device current on the calling thread and returns what leave() needs
+  // to restore the previous one. Backends without such a notion do nothing.
+  virtual int32_t enter() { return -1; }
+  virtual void leave(int32_t previous) {}
+  // The runtime's own error left on this thread by code outside aotishim
+  // (a model's failed CUDA call, which it reports only on stderr), as text,
+  // and cleared; "" when there is none.
+  virtual std::string take_runtime_error() { return {}; }
+
  protected:
   virtual void* raw_allocate(size_t nbytes) = 0;
   virtual void raw_free(void* base, size_t nbytes) = 0;
@@ -62,6 +74,20 @@ class Device {
   DeviceType type_;
   int32_t index_;
   AllocationIndex allocations_;
+};
+
+// Makes a device current on the calling thread for a scope (Device::enter),
+// restoring the previous one when the scope ends, by error too.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(Device& device) : device_(device), previous_(device.enter()) {}
+  ~CurrentDevice() { device_.leave(previous_); }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  Device& device_;
+  int32_t previous_;
 };
 
 // The device for (type, index); created on first use. Throws a clear error

@@ -56,11 +56,16 @@ std::string ContainerApi::error_message(const std::string& what) const {
   }
   // The model's message often wraps ours ("... API call failed at ..."), so
   // aotishim's own message is added: it names the shim and the reason.
+  const bool model_said = model_error && *model_error;
   const char* shim_error = aotishim_last_error();
-  if (shim_error && *shim_error && message.find(shim_error) == std::string::npos) {
-    message += std::string(model_error && *model_error ? " (aotishim: " : ": aotishim: ") +
-               shim_error + (model_error && *model_error ? ")" : "");
+  const bool shim_said = shim_error && *shim_error;
+  if (shim_said && message.find(shim_error) == std::string::npos) {
+    message += std::string(model_said ? " (aotishim: " : ": aotishim: ") + shim_error +
+               (model_said ? ")" : "");
   }
+  // Taken even when not shown, so it is not blamed on a later call.
+  const std::string runtime = runtime_error ? runtime_error() : std::string();
+  if (!runtime.empty() && !model_said && !shim_said) message += ": " + runtime;
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
   return message;
 }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct ContainerApi {
   AOTIRuntimeError (*constant_entries)(ContainerHandle, const ConstantMapEntry**, size_t*,
                                        bool use_inactive) = nullptr;
   AOTIRuntimeError (*last_error)(const char**) = nullptr;
+  // The device runtime's pending error on this thread, taken (cleared); set
+  // by the owner. Models that lack last_error report a failed CUDA call only
+  // on stderr, so this is where its message comes from.
+  std::function<std::string()> runtime_error;
 
   // Throws aotishim::Error naming the first required entry point missing.
   static ContainerApi resolve(const SharedLibrary& library);

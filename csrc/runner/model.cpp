@@ -8,7 +8,9 @@
 
 #include "aotishim/runner.h"
 #include "aotishim/runtime.h"
+#include "core/device_type.h"
 #include "core/error.h"
+#include "devices/device.h"
 #include "runner/container_api.h"
 #include "runner/shared_library.h"
 #include "runner/mapped_file.h"
@@ -22,6 +24,10 @@ struct Model::Impl {
   std::string path;
   std::string weights_path;
   std::string device;
+  // The model's device: current on the calling thread during every call
+  // into the model's code (which creates events and picks the default stream
+  // by the current device), the caller's own restored afterwards.
+  Device* target = nullptr;
   runner::SharedLibrary library;
   runner::ContainerApi api;
   ContainerHandle container = nullptr;
@@ -121,6 +127,7 @@ LibraryReport inspect_library(const std::string& so_path) {
 void Model::Impl::open_container() {
   ScopeGuard guard(scope);
   clear_last_error();
+  target->take_runtime_error();  // an earlier caller's, not ours
   api.check(api.create(&container, 1, device.c_str(), nullptr),
             "creating the model container for device '" + device + "'");
   auto names = [&](auto count_fn, auto name_fn, const char* what) {
@@ -201,6 +208,7 @@ void Model::Impl::record_constant_ptrs() {
 std::vector<std::string> Model::Impl::teardown() {
   std::vector<std::string> found;
   if (container) {
+    CurrentDevice on(*target);
     ScopeGuard guard(scope);
     clear_last_error();
     // Never skipped: deleting the container is what frees its constants.
@@ -208,6 +216,7 @@ std::vector<std::string> Model::Impl::teardown() {
     container = nullptr;
   }
   if (has_scope) {
+    CurrentDevice on(*target);
     for (std::string& leak : destroy_scope(scope)) found.push_back(std::move(leak));
     has_scope = false;
   }
@@ -224,6 +233,7 @@ std::vector<AtenTensorHandle> Model::Impl::invoke(std::vector<AtenTensorHandle>&
   std::vector<AtenTensorHandle> outputs(output_names.size(), nullptr);
   ScopeGuard guard(scope);
   clear_last_error();
+  target->take_runtime_error();  // an earlier caller's, not this run's
   const auto err = api.run(container, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
                            nullptr, nullptr);
   if (err != 0) {
@@ -259,14 +269,23 @@ std::unique_ptr<Model> Model::load(const std::string& so_path, const std::string
   enable_model_input_checks();
   if (is_cpu(device)) prefer_passive_openmp();  // before the library brings OpenMP in
 
+  DeviceType type = DeviceType::CPU;
+  int32_t index = 0;
+  parse_device(device, type, index);
+  Device& target = get_device(type, index);  // a clear error for one not present
+
   std::unique_ptr<Model> model(new Model());
   Impl& m = *model->impl_;
   m.path = so_path;
   m.device = device;
+  m.target = &target;
   m.library = runner::SharedLibrary(so_path);
   m.api = runner::ContainerApi::resolve(m.library);
+  m.api.runtime_error = [&target] { return target.take_runtime_error(); };
   m.scope = create_scope("model " + fs::path(so_path).filename().string());
   m.has_scope = true;
+  // The model's constructor makes its device current and leaves it so.
+  CurrentDevice on(target);
   try {
     m.open_container();
     m.feed_weights(weights_path);
@@ -281,6 +300,7 @@ std::unique_ptr<Model> Model::load(const std::string& so_path, const std::string
 
 std::vector<AtenTensorHandle> Model::run(const std::vector<AtenTensorHandle>& inputs) {
   std::shared_lock<std::shared_mutex> lock(impl_->mutex);
+  CurrentDevice on(*impl_->target);
   std::vector<AtenTensorHandle> stolen = inputs;
   if (impl_->closed || stolen.size() != impl_->input_names.size()) {
     for (AtenTensorHandle h : stolen) delete_if_live(h);  // consumed on every path
@@ -311,6 +331,7 @@ std::vector<AtenTensorHandle> Model::run(const std::vector<AtenTensorHandle>& in
 std::vector<HostOutput> Model::run_host(const std::vector<HostInput>& inputs) {
   std::shared_lock<std::shared_mutex> lock(impl_->mutex);
   Impl& m = *impl_;
+  CurrentDevice on(*m.target);
   m.require_open();
   if (inputs.size() != m.input_names.size()) {
     throw Error("model '" + m.path + "' takes " + std::to_string(m.input_names.size()) +

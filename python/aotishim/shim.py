@@ -126,7 +126,9 @@ def from_numpy(array: np.ndarray, *, copy: bool = False, device: str = "cpu") ->
 
 def reinterpret_tensor(t: Tensor, sizes: Sequence[int], strides: Sequence[int],
                        storage_offset: int) -> Tensor:
-    """``aoti_torch__reinterpret_tensor``: a view sharing t's storage."""
+    """``aoti_torch__reinterpret_tensor``: a view sharing t's storage, starting
+    ``storage_offset`` elements past where t starts (added to t's own storage
+    offset, as torch's ``_reinterpret_tensor`` does)."""
     return Tensor(_core.reinterpret_tensor(_h(t), list(sizes), list(strides), int(storage_offset)))
 
 

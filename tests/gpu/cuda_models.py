@@ -4,6 +4,7 @@ their eager outputs, shared by the GPU tests and the precompile step."""
 from __future__ import annotations
 
 import os
+import random
 import sys
 from pathlib import Path
 
@@ -11,9 +12,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # tests/models.py
 
 import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
 import models  # noqa: E402
-from aotishim import export  # noqa: E402
+from aotishim import export, zoo  # noqa: E402
 
 # (model name, dtype): the chunk models are the views-at-offsets cases.
 CASES = [
@@ -53,7 +55,97 @@ def compile_cuda(name: str, dtype: str = "float32") -> models.Compiled:
                            tuple(models.to_numpy(e) for e in expected), dtype)
 
 
-def _compile_one(case: tuple[str, str]) -> str:
+# ---- recurrent models ----
+# On cuda torch flattens an RNN's parameters into one buffer, so each weight
+# is a constant at a storage offset, and the unrolled time loop reuses
+# buffers and writes each step into views of one output: the model family
+# that once ran with wrong numbers. A spec names one configuration:
+# "<kind>-i<input>-h<hidden>-l<layers>-bf<batch_first>-bi<bidirectional>-b<batch>-t<steps>".
+
+
+def _recurrent_specs() -> list[str]:
+    specs = ["gru-i32-h64-l2-bf1-bi0-b2-t10", "lstm-i32-h64-l2-bf1-bi0-b2-t10"]
+    draw = random.Random(20261130)  # fixed: the compiled models are cached by spec
+    for kind in ("gru", "lstm", "rnn") * 3:
+        specs.append(f"{kind}-i{draw.choice([3, 16, 33])}-h{draw.choice([8, 40, 96])}"
+                     f"-l{draw.choice([1, 2, 3])}-bf{draw.choice([0, 1])}-bi{draw.choice([0, 1])}"
+                     f"-b{draw.choice([1, 3])}-t{draw.choice([1, 5, 12])}")
+    specs.append("gateloop-i24-h40-l1-bf1-bi0-b3-t8")
+    return list(dict.fromkeys(specs))
+
+
+RECURRENT = _recurrent_specs()
+
+
+def _parse(spec: str) -> dict:
+    kind, *fields = spec.split("-")
+    values = {}
+    for f in fields:
+        key = f.rstrip("0123456789")
+        values[key] = int(f[len(key):])
+    return dict(kind=kind, **values)
+
+
+class Recurrent(nn.Module):
+    """nn.GRU / nn.LSTM / nn.RNN with its outputs flattened (out, h_n[, c_n])."""
+
+    def __init__(self, kind: str, i: int, h: int, l: int, bf: int, bi: int) -> None:
+        super().__init__()
+        cls = {"gru": nn.GRU, "lstm": nn.LSTM, "rnn": nn.RNN}[kind]
+        self.rnn = cls(i, h, num_layers=l, batch_first=bool(bf), bidirectional=bool(bi))
+
+    def forward(self, x: torch.Tensor):
+        out, state = self.rnn(x)
+        return (out, *state) if isinstance(state, tuple) else (out, state)
+
+
+class GateLoop(nn.Module):
+    """A hand-written recurrent cell: one fused weight sliced into gates inside
+    an unrolled time loop, each step's state written into a stacked output."""
+
+    def __init__(self, i: int, h: int, **_) -> None:
+        super().__init__()
+        self.h = h
+        self.weight = nn.Parameter(torch.randn(3 * h, i + h) / (i + h) ** 0.5)
+        self.bias = nn.Parameter(torch.randn(3 * h) * 0.1)
+
+    def forward(self, x: torch.Tensor):
+        state = x.new_zeros(x.shape[0], self.h)
+        steps = []
+        for t in range(x.shape[1]):
+            z = torch.cat([x[:, t], state], dim=1) @ self.weight.t() + self.bias
+            keep, cand, out = z.split(self.h, dim=1)
+            state = torch.sigmoid(keep) * state + (1 - torch.sigmoid(keep)) * torch.tanh(cand)
+            steps.append(state * torch.sigmoid(out))
+        return torch.stack(steps, dim=1), state
+
+
+def build_recurrent(spec: str) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    p = _parse(spec)
+    shape = (p["b"], p["t"], p["i"]) if p["bf"] else (p["t"], p["b"], p["i"])
+    if p["kind"] == "gateloop":
+        factory = lambda: GateLoop(p["i"], p["h"])  # noqa: E731
+    else:
+        factory = lambda: Recurrent(p["kind"], p["i"], p["h"], p["l"], p["bf"], p["bi"])  # noqa: E731
+    return zoo.build_seeded(factory, [shape], torch.float32, seed=7)
+
+
+def compile_recurrent(spec: str) -> models.Compiled:
+    """Compiles (or finds in the cache) a recurrent spec for cuda; eager on
+    cuda (cuDNN for the RNN modules) with TF32 off as the reference."""
+    module, inputs = build_recurrent(spec)
+    so = export.compile_cached(module, inputs, cache_dir(), name=f"rec_{spec}", device="cuda")
+    module = module.to("cuda")
+    with torch.no_grad(), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        torch.backends.cuda.matmul.allow_tf32 = False
+        expected = module(*[x.to("cuda") for x in inputs])
+    return models.Compiled(f"rec_{spec}", so, tuple(models.to_numpy(x) for x in inputs),
+                           tuple(models.to_numpy(e) for e in expected), "float32")
+
+
+def _compile_one(case) -> str:
+    if isinstance(case, str):
+        return str(compile_recurrent(case).so)
     return str(compile_cuda(*case).so)
 
 
@@ -61,6 +153,7 @@ if __name__ == "__main__":
     # Compile every case in parallel processes so the tests find them cached.
     import multiprocessing as mp
 
-    with mp.get_context("spawn").Pool(min(len(CASES), os.cpu_count() or 1)) as pool:
-        for case, so in zip(CASES, pool.map(_compile_one, CASES)):
-            print(f"{case[0]:24s} {case[1]:9s} {so}", flush=True)
+    cases = [*CASES, *RECURRENT]
+    with mp.get_context("spawn").Pool(min(len(cases), os.cpu_count() or 1)) as pool:
+        for case, so in zip(cases, pool.map(_compile_one, cases)):
+            print(f"{case!s:48s} {so}", flush=True)

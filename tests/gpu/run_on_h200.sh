@@ -128,9 +128,13 @@ if has test; then
   timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_device.py -v -p no:cacheprovider \
     -rs > "$OUT/pytest.log" 2>&1 || status=1
   tail -3 "$OUT/pytest.log"
-  timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_models.py -v -p no:cacheprovider \
-    -rs > "$OUT/pytest_models.log" 2>&1 || status=1
+  timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_models.py \
+    tests/gpu/test_cuda_recurrent.py -v -p no:cacheprovider -rs > "$OUT/pytest_models.log" 2>&1 || status=1
   tail -3 "$OUT/pytest_models.log"
+  # Several GPUs in one process (skipped with one) and runtime errors.
+  timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_multi_gpu.py \
+    tests/gpu/test_cuda_errors.py -v -p no:cacheprovider -rs > "$OUT/pytest_multi.log" 2>&1 || status=1
+  tail -3 "$OUT/pytest_multi.log"
 fi
 
 if has bench; then

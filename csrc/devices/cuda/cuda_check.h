@@ -16,6 +16,12 @@ namespace cuda {
            ")"));
 }
 
+// A kernel launch reports its error only through cudaGetLastError, which
+// also returns an error some earlier call on this thread left behind (a
+// model's own failed call, already reported to it). Discard that before a
+// launch, so the check after it names only the launch's own failure.
+inline void discard_earlier_error() { cudaGetLastError(); }
+
 }  // namespace cuda
 }  // namespace aotishim
 

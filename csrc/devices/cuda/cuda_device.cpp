@@ -44,11 +44,10 @@ CudaDevice::CudaDevice(int32_t index) : Device(DeviceType::CUDA, index) {
 
 CudaDevice::~CudaDevice() {
   // Best effort: the process may be exiting with the runtime already gone.
-  if (cublas_ != nullptr) {
-    try {
-      cublas::api().destroy(cublas_);
-    } catch (...) {
-    }
+  try {
+    DeviceScope on(index());
+    for (auto& [stream, handle] : cublas_) cublas::api().destroy(handle);
+  } catch (...) {
   }
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
@@ -134,16 +133,45 @@ DeviceCounters CudaDevice::counters() const {
   return c;
 }
 
+int32_t CudaDevice::enter() {
+  int previous = -1;
+  AOTISHIM_CUDA_CHECK(cudaGetDevice(&previous));
+  if (previous != index()) AOTISHIM_CUDA_CHECK(cudaSetDevice(index()));
+  return previous;
+}
+
+void CudaDevice::leave(int32_t previous) {
+  // Restored even when the code in between changed it (a model's
+  // constructor sets its device and leaves it set).
+  int now = -1;
+  if (previous >= 0 && (cudaGetDevice(&now) != cudaSuccess || now != previous)) {
+    cudaSetDevice(previous);
+  }
+}
+
+std::string CudaDevice::take_runtime_error() {
+  cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess) return {};
+  return str("CUDA error ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ")");
+}
+
 cublas::Handle CudaDevice::cublas_handle(cudaStream_t s) {
   const cublas::Api& api = cublas::api();
-  if (cublas_ == nullptr) {
-    cublas::Status st = api.create(&cublas_);
-    AOTISHIM_CHECK(st == cublas::kStatusSuccess, "cublasCreate failed on ", name(), ": ",
-                   cublas::status_text(st));
+  auto found = cublas_.find(s);
+  if (found != cublas_.end()) return found->second;
+  // A handle belongs to the device current when it is created.
+  DeviceScope on(index());
+  cublas::Handle h = nullptr;
+  cublas::Status st = api.create(&h);
+  AOTISHIM_CHECK(st == cublas::kStatusSuccess, "cublasCreate failed on ", name(), ": ",
+                 cublas::status_text(st));
+  st = api.set_stream(h, s);
+  if (st != cublas::kStatusSuccess) {
+    api.destroy(h);
+    fail(str("cublasSetStream failed on ", name(), ": ", cublas::status_text(st)));
   }
-  cublas::Status st = api.set_stream(cublas_, s);
-  AOTISHIM_CHECK(st == cublas::kStatusSuccess, "cublasSetStream failed: ", cublas::status_text(st));
-  return cublas_;
+  cublas_.emplace(s, h);
+  return h;
 }
 
 CudaDevice& cuda_device(int32_t index) {

@@ -1,11 +1,15 @@
 // The cuda device: memory from the stream-ordered pool (cudaMallocAsync) or
 // cudaMalloc where pools are unsupported, one stream of its own, copies by
-// kernels and GEMMs by cuBLAS on the current stream.
+// kernels and GEMMs by cuBLAS on the current stream. Every runtime call is
+// made with this device current (DeviceScope) and the caller's current
+// device restored, so devices of one process never share a stream, event or
+// cuBLAS handle.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 
 #include "devices/cuda/cublas_api.h"
@@ -25,12 +29,17 @@ class CudaDevice final : public Device {
   void upload(const Tensor& dst, const void* host_src) override;
   void synchronize() override;
   DeviceCounters counters() const override;
+  int32_t enter() override;
+  void leave(int32_t previous) override;
+  std::string take_runtime_error() override;
 
   // The device's own stream (current unless a stream guard says otherwise).
   cudaStream_t own_stream() const { return stream_; }
   // This thread's current stream for this device.
   cudaStream_t stream() const;
-  // The cuBLAS handle bound to `stream`; callers hold cublas_mutex().
+  // The cuBLAS handle bound to `stream`, created on this device; callers
+  // hold cublas_mutex(). One handle per stream: a handle's workspace must not
+  // be shared by GEMMs that may run at once on different streams.
   cublas::Handle cublas_handle(cudaStream_t stream);
   std::mutex& cublas_mutex() { return cublas_mutex_; }
   void count_command() { commands_.fetch_add(1, std::memory_order_relaxed); }
@@ -43,7 +52,7 @@ class CudaDevice final : public Device {
   cudaStream_t stream_ = nullptr;
   bool use_pool_ = false;
   std::mutex cublas_mutex_;
-  cublas::Handle cublas_ = nullptr;
+  std::map<cudaStream_t, cublas::Handle> cublas_;  // by stream
   std::atomic<uint64_t> synchronizes_{0};
   std::atomic<uint64_t> commands_{0};
 };

@@ -191,6 +191,7 @@ void launch_copy(const StridedView& dst, const StridedView& src, const int64_t* 
                                           cudaMemcpyDeviceToDevice, stream));
       return;
     }
+    discard_earlier_error();
     switch (item) {
       case 1: launch_raw<uint8_t>(dst, src, g, stream); break;
       case 2: launch_raw<uint16_t>(dst, src, g, stream); break;
@@ -202,6 +203,7 @@ void launch_copy(const StridedView& dst, const StridedView& src, const int64_t* 
     AOTISHIM_CHECK(is_float(dst.dtype) && is_float(src.dtype), "cuda copy cannot convert ",
                    dtype_name(src.dtype), " to ", dtype_name(dst.dtype),
                    " (conversions are among float32, float64, float16 and bfloat16)");
+    discard_earlier_error();
     switch (dst.dtype) {
       case DType::Float32: launch_from<float>(dst, src, g, stream); break;
       case DType::Float64: launch_from<double>(dst, src, g, stream); break;
@@ -220,6 +222,7 @@ void launch_scale(const StridedView& t, const int64_t* sizes, int ndim, double b
   Geometry g = collapse(sizes, ndim, strides, 1);
   if (g.numel == 0) return;
   int blocks = blocks_for(g.numel);
+  discard_earlier_error();
   switch (t.dtype) {
     case DType::Float32: scale_kernel<float><<<blocks, kThreads, 0, stream>>>(static_cast<float*>(t.data), g, beta); break;
     case DType::Float64: scale_kernel<double><<<blocks, kThreads, 0, stream>>>(static_cast<double*>(t.data), g, beta); break;

@@ -79,9 +79,11 @@ AOTISHIM_API AOTITorchError aoti_torch_empty_strided(
     int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int32_t dtype,
     int32_t device_type, int32_t device_index, AtenTensorHandle* ret_new_tensor);
 AOTISHIM_API AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor);
+// A view of self's storage; offset_increment is added to self's own storage
+// offset (torch's _reinterpret_tensor), it does not replace it.
 AOTISHIM_API AOTITorchError aoti_torch__reinterpret_tensor(
     AtenTensorHandle self, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
-    int64_t storage_offset, AtenTensorHandle* ret_new_tensor);
+    int64_t offset_increment, AtenTensorHandle* ret_new_tensor);
 AOTISHIM_API AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_handle,
                                                          AtenTensorHandle* new_handle);
 AOTISHIM_API AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src,
