@@ -10,7 +10,7 @@
 #include "aotishim/runtime.h"
 #include "core/device_type.h"
 #include "core/error.h"
-#include "devices/device.h"
+#include "core/device.h"
 #include "runner/container_api.h"
 #include "runner/shared_library.h"
 #include "runner/mapped_file.h"
