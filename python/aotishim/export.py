@@ -309,7 +309,8 @@ def _fingerprint(module: torch.nn.Module, args: tuple, name: str, device: str,
     for key, value in module.state_dict().items():
         h.update(key.encode())
         h.update(f"{value.dtype}{tuple(value.shape)}".encode())
-        h.update(value.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()
+        # reshape: a 0-d tensor (BatchNorm's num_batches_tracked) has no byte view
+        h.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
                  if value.numel() else b"")
     return h.hexdigest()[:16]
 
