@@ -162,3 +162,24 @@ def test_data_dependent_output_sizes(compiled_dynamic, name, shim_name):
             got, want = model(x), c.eager(x)
             assert want[0].shape[0] == round(float(np.sum(x > 0.5)))
             check_close(got, want)
+
+
+def test_cache_key_covers_dynamic_shapes():
+    from torch.export import Dim
+
+    import models
+    from aotishim.export import _fingerprint
+
+    module, args = models.zoo.build("mlp")
+
+    def key(dynamic_shapes):
+        return _fingerprint(module, args, "m", "cpu", dynamic_shapes)
+
+    a, b = Dim("batch", min=1, max=64), Dim("batch", min=1, max=32)
+    assert key(({0: a},)) == key(({0: Dim("batch", min=1, max=64)},))
+    assert len({key(None), key(({0: a},)), key(({0: b},)), key(({1: a},)),
+                key({"x": {0: a}})}) == 5
+    # A derived dimension's repr omits its root's range: the key must not.
+    d1, d2 = Dim("d", min=2, max=8), Dim("d", min=2, max=16)
+    assert key(({0: 2 * d1},)) != key(({0: 2 * d2},))
+    assert key(({0: 2 * d1},)) != key(({0: 2 * d1 + 1},))
