@@ -27,15 +27,16 @@ class ShapeError(ValueError):
 
 class Expr:
     """An integer expression over symbols: literals, names, + - * // % and
-    unary minus, parentheses, and ``Max``/``Min``/``Mod``/``FloorDiv`` calls,
-    which is how sympy prints the expressions torch.export reports."""
+    unary minus, parentheses, and calls of ``Max``, ``Min``, ``Mod``,
+    ``PythonMod`` and ``FloorDiv``: how sympy prints what torch.export reports."""
 
     _BINARY: dict[type, Callable[[int, int], int]] = {
         ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
         ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
     }
     _CALLS: dict[str, Callable[..., int]] = {
-        "Max": max, "Min": min, "Mod": operator.mod, "FloorDiv": operator.floordiv,
+        "Max": max, "Min": min, "Mod": operator.mod, "PythonMod": operator.mod,
+        "FloorDiv": operator.floordiv,
     }
 
     def __init__(self, text: str) -> None:

@@ -10,8 +10,9 @@ Where the weights are found when ``weights`` is not given, for ``dir/NAME.so``:
 ``dir/NAME.weights.blob`` (what :func:`aotishim.export.compile` writes), then
 ``dir/NAME_weights.blob`` (AOTInductor's own ``<hash>.wrapper_weights.blob``).
 An optional ``dir/NAME.spec.json`` (also written by ``export.compile``)
-records the input names, dtypes and shapes so mismatches are reported
-before the model runs; without it the model's own input checks report them.
+records the input names, dtypes and shapes, dynamic dimensions with their
+ranges included (:mod:`aotishim.spec`), so mismatches are reported before
+the model runs; without it the model's own input checks report them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from . import _core
 from ._dtypes import dtype_code, dtype_name, numpy_dtype
 from . import shim
 from .shim import ShimError
-from .spec import SPEC_FORMAT, ModelSpec, ShapeError, TensorSpec, read_spec
+from .spec import ModelSpec, ShapeError, TensorSpec, read_spec
 
 __all__ = ["Model", "ModelError", "ModelInputError", "LeakWarning", "TensorSpec", "load",
            "spec_path", "PACKAGE_MODEL_DIR"]
