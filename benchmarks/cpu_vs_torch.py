@@ -104,7 +104,7 @@ def compile_pair(name, module, args, workdir: Path):
 
     slug = "".join(c if c.isalnum() else "_" for c in name.split(",")[0])
     ep = torch.export.export(module, args)  # one program, compiled for each runtime
-    ours = export.compile_exported(ep, args, workdir / "aotishim", name=slug)
+    ours = export.compile_exported(ep, workdir / "aotishim", name=slug)
     (workdir / "torch").mkdir(parents=True, exist_ok=True)
     theirs = torch._inductor.aoti_compile_and_package(
         ep, package_path=str(workdir / "torch" / f"{slug}.pt2"))

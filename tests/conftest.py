@@ -56,3 +56,19 @@ def compiled(model_cache: Path):
         return memo[(name, dtype)]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def compiled_dynamic(model_cache: Path):
+    """compiled_dynamic(name) -> models.CompiledDynamic (models.DYNAMIC), compiled once per cache."""
+    pytest.importorskip("torch")
+    import models
+
+    memo: dict = {}
+
+    def get(name: str):
+        if name not in memo:
+            memo[name] = models.compile_dynamic(name, model_cache)
+        return memo[name]
+
+    return get

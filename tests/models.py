@@ -15,6 +15,7 @@ import ml_dtypes
 import numpy as np
 import torch
 from torch import nn
+from torch.export import Dim
 
 from aotishim import export, zoo
 
@@ -125,3 +126,120 @@ def compile_model(name: str, cache_dir: Path, dtype: torch.dtype = torch.float32
         expected = (expected,)
     return Compiled(name + suffix, so, tuple(to_numpy(x) for x in inputs),
                     tuple(to_numpy(e) for e in expected), str(dtype).removeprefix("torch."))
+
+
+# ---- models with dynamic shapes (tests/test_export_dynamic.py) ----
+
+class BnPoolNet(nn.Module):
+    """Batch norm, pooling and a linear head over (batch, 4, 8, 8)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn = nn.BatchNorm2d(4)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(4 * 4 * 4, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.flatten(self.pool(torch.relu(self.bn(x))), 1))
+
+
+class ConvBnPoolNet(nn.Module):
+    """A small CNN: convolution, batch norm, pooling, linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(8 * 4 * 4, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.flatten(self.pool(torch.relu(self.bn(self.conv(x)))), 1))
+
+
+class SequenceNorm(nn.Module):
+    """Transformer-style position-wise block over (batch, seq, 16): linear,
+    GELU, linear, residual and layer norm (no attention)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 16)
+        self.norm = nn.LayerNorm(16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x + self.fc2(torch.nn.functional.gelu(self.fc1(x))))
+
+
+def _encoder_layer() -> nn.Module:
+    return nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+
+
+class PairedCat(nn.Module):
+    """x (d, 3) and y (2*d, 3), concatenated: a derived dimension."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x * 2, y], dim=0)
+
+
+class SharedBatch(nn.Module):
+    """Two inputs with one batch dimension (one symbol)."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a * 3 + b
+
+
+class NonZero(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nonzero(x > 0.5)
+
+
+class MaskedSelect(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.masked_select(x, x > 0.5)
+
+
+BATCH = Dim("batch", min=1, max=64)
+SEQ = Dim("seq", min=1, max=64)
+_D = Dim("d", min=2, max=32)
+
+# name -> (module factory, example input shapes, dynamic_shapes for torch.export)
+DYNAMIC = {
+    "mlp": (zoo.MLP, [(5, 8)], ({0: BATCH},)),
+    "bn_pool": (BnPoolNet, [(4, 4, 8, 8)], ({0: BATCH},)),
+    "conv_bn_pool": (ConvBnPoolNet, [(4, 3, 8, 8)], ({0: BATCH},)),
+    "sequence_norm": (SequenceNorm, [(2, 7, 16)], ({0: Dim("b", min=1, max=8), 1: SEQ},)),
+    "encoder_layer": (_encoder_layer, [(2, 7, 16)], ({1: SEQ},)),
+    "paired_cat": (PairedCat, [(3, 3), (6, 3)], ({0: _D}, {0: 2 * _D})),
+    "shared_batch": (SharedBatch, [(4, 5), (4, 5)], ({0: BATCH}, {0: BATCH})),
+    "nonzero": (NonZero, [(16, 8)], None),
+    "masked_select": (MaskedSelect, [(16, 8)], None),
+}
+
+
+@dataclass
+class CompiledDynamic:
+    """A model compiled with dynamic shapes, and its eager module to compare with."""
+
+    name: str
+    so: Path
+    module: nn.Module
+
+    def eager(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+        with torch.no_grad():
+            out = self.module(*(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays))
+        return tuple(to_numpy(o) for o in (out if isinstance(out, tuple) else (out,)))
+
+
+def compile_dynamic(name: str, cache_dir: Path) -> CompiledDynamic:
+    factory, shapes, dynamic_shapes = DYNAMIC[name]
+    module, inputs = zoo.build_seeded(factory, shapes, seed=2)
+    if name.startswith("bn") or name.startswith("conv"):
+        # Non-trivial running statistics, so the normalisation is checked too.
+        bn = module.bn
+        g = torch.Generator().manual_seed(3)
+        bn.running_mean.copy_(torch.randn(bn.num_features, generator=g))
+        bn.running_var.copy_(torch.rand(bn.num_features, generator=g) + 0.5)
+    so = export.compile_cached(module, inputs, cache_dir, name=f"dyn_{name}",
+                               dynamic_shapes=dynamic_shapes)
+    return CompiledDynamic(name, so, module)

@@ -89,3 +89,55 @@ def test_run_reports_bad_input_clearly(compiled, tmp_path):
     assert r.returncode == 1
     assert "error:" in r.stderr and "the model expects [5, 8]" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_compile_saved_program_with_dynamic_dimension(tmp_path, model_cache):
+    torch = pytest.importorskip("torch")
+    import models
+    from torch.export import Dim
+
+    module, (x,) = models.zoo.build("mlp")
+    program = tmp_path / "mlp_program.pt2"
+    ep = torch.export.export(module, (x,), dynamic_shapes=({0: Dim("batch", min=1, max=32)},))
+    torch.export.save(ep, str(program))
+
+    out = tmp_path / "out"
+    r = cli("compile", str(program), "--device", "cpu", "--out", str(out), "--name", "mlp_dyn")
+    assert r.returncode == 0, r.stdout + r.stderr
+    so = out / "mlp_dyn.so"
+    assert so.is_file() and (out / "mlp_dyn.weights.blob").is_file()
+    assert (out / "mlp_dyn.spec.json").is_file()
+    assert "dynamic dimensions:" in r.stdout and "in [1, 32]" in r.stdout
+
+    with aotishim.load(so) as model:
+        (sym,) = model.spec.symbols  # a loaded program no longer knows the name "batch"
+        assert model.input_specs[0].describe() == f"x: float32[{sym}, 8]"
+        for batch in (1, 3, 32):
+            xb = torch.randn(batch, 8)
+            (y,) = model(xb.numpy())
+            with torch.no_grad():
+                np.testing.assert_allclose(y, module(xb).numpy(), rtol=1e-5, atol=1e-5)
+        with pytest.raises(aotishim.ModelInputError, match=rf"size 33; the model accepts {sym} in \[1, 32\]"):
+            model(np.zeros((33, 8), np.float32))
+
+    r = cli("run", str(so))  # random inputs at the example size
+    assert r.returncode == 0, r.stderr
+    assert f"[{x.shape[0]}, 4]" in r.stdout
+
+
+def test_compile_refuses_what_is_no_saved_program(tmp_path, compiled):
+    c = compiled("mlp")
+    r = cli("compile", str(c.so))
+    assert r.returncode == 1 and "not a .pt2 archive" in r.stderr
+    assert "Traceback" not in r.stderr
+    r = cli("compile", str(tmp_path / "missing.pt2"))
+    assert r.returncode == 2 and "no such program file" in r.stderr
+    package = tmp_path / "package.pt2"
+    import zipfile
+
+    with zipfile.ZipFile(package, "w") as archive:
+        archive.writestr("package/data/aotinductor/model/x.wrapper.so", b"")
+    r = cli("compile", str(package))
+    assert r.returncode == 1 and "is an AOTInductor package" in r.stderr
+    r = cli("compile", str(tmp_path / "missing.pt2"), "--name", "bad name")
+    assert r.returncode == 2

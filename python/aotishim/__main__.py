@@ -1,6 +1,7 @@
-"""``python -m aotishim``: demo, run and info.
+"""``python -m aotishim``: demo, compile, run and info.
 
     python -m aotishim demo                    # export small models, run them, compare with eager
+    python -m aotishim compile PROGRAM.pt2 [--device D] [--out DIR] [--name N]
     python -m aotishim run MODEL [--input x.npy ...] [--device D] [--repeat N]
     python -m aotishim info MODEL              # inputs, outputs, constants, shims needed/missing
 """
@@ -21,7 +22,9 @@ import numpy as np
 
 import aotishim
 from aotishim import _core
-from aotishim.model import Model, ModelError, extract_package
+from aotishim._shapes import range_text, spec_text
+from aotishim.model import PACKAGE_MODEL_DIR, Model, ModelError, extract_package, spec_path
+from aotishim.spec import ModelSpec, read_spec
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -119,6 +122,66 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 1 if failed or stats["live_tensors"] else 0
 
 
+# ---- compile ----
+def cmd_compile(args: argparse.Namespace) -> int:
+    program = Path(args.program)
+    if not program.is_file():
+        print(f"no such program file: {program}", file=sys.stderr)
+        return 2
+    name = args.name or program.stem
+    out = Path(args.out) if args.out else program.parent
+    # Refuse what is plainly no saved program before torch logs its own attempts.
+    if not zipfile.is_zipfile(program):
+        print(f"error: '{program}' is not a program saved with torch.export.save "
+              "(not a .pt2 archive)", file=sys.stderr)
+        return 1
+    if _is_aoti_package(program):
+        print(f"error: '{program}' is an AOTInductor package, compiled already; run it with "
+              "'python -m aotishim run', or compile the program saved with torch.export.save",
+              file=sys.stderr)
+        return 1
+    import torch  # compiling needs torch; running the result does not
+
+    from aotishim import export
+
+    try:
+        ep = torch.export.load(str(program))
+    except Exception as e:  # torch raises many types for a file that is not a saved program
+        print(f"error: '{program}' is not a program saved with torch.export.save: "
+              f"{type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    try:
+        so = export.compile_exported(ep, out, name=name, device=args.device)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    files = [p.name for p in (so, so.with_suffix(".weights.blob"), spec_path(so)) if p.exists()]
+    print(f"compiled {program} for {args.device}: {', '.join(files)} in {so.parent}")
+    spec = read_spec(spec_path(so))
+    for label, specs in (("inputs", spec.inputs), ("outputs", spec.outputs)):
+        print(f"{label}:")
+        for t in specs or []:
+            print(f"  {t.describe()}")
+    _print_dynamic(spec)
+    return 0
+
+
+def _print_dynamic(spec: ModelSpec | None) -> None:
+    """The symbolic dimensions of a spec, with their ranges and relations."""
+    if spec is None or not (spec.symbols or spec.relations):
+        return
+    print("dynamic dimensions:")
+    for sym in spec.symbols.values():
+        print(f"  {sym.describe()}")
+    for rel in spec.relations:
+        print(f"  {rel.expr} in {range_text(rel.min, rel.max)}")
+
+
+def _is_aoti_package(path: Path) -> bool:
+    with zipfile.ZipFile(path) as archive:
+        return any(PACKAGE_MODEL_DIR in n for n in archive.namelist())
+
+
 # ---- run ----
 def _random_inputs(model: Model) -> list[np.ndarray]:
     specs = model.input_specs
@@ -131,10 +194,14 @@ def _random_inputs(model: Model) -> list[np.ndarray]:
     out = []
     for s in specs:
         dt = numpy_dtype(s.dtype)
+        try:
+            shape = model.spec.example_shape(s)  # dynamic dimensions at their example sizes
+        except ValueError as e:
+            raise ModelError(f"{model.name}: {e}; pass --input") from None
         if np.issubdtype(dt, np.integer) or dt == np.bool_:
-            out.append(rng.integers(0, 2, size=s.shape).astype(dt))
+            out.append(rng.integers(0, 2, size=shape).astype(dt))
         else:
-            out.append(rng.standard_normal(s.shape).astype(dt))
+            out.append(rng.standard_normal(shape).astype(dt))
     return out
 
 
@@ -208,8 +275,10 @@ def cmd_info(args: argparse.Namespace) -> int:
             ospecs = model.output_specs
             print(f"outputs: {len(model.output_names)}")
             for i, n in enumerate(model.output_names):
-                extra = f"  ({ospecs[i].dtype}{list(ospecs[i].shape)})" if ospecs and i < len(ospecs) else ""
+                extra = (f"  ({ospecs[i].dtype}{spec_text(ospecs[i].shape)})"
+                         if ospecs and i < len(ospecs) else "")
                 print(f"  {n}{extra}")
+            _print_dynamic(model.spec)
             print(f"constants: {len(model.constant_names)} "
                   f"({model.constants_blob_size} bytes from {model.weights_path or 'nowhere'})")
             for n in model.constant_names:
@@ -245,6 +314,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--repeat", type=int, default=1)
     run.add_argument("--save", metavar="DIR", help="save outputs as DIR/output<i>.npy")
     run.set_defaults(fn=cmd_run)
+
+    comp = sub.add_parser("compile", help="compile a program saved with torch.export.save "
+                                          "(needs torch)")
+    comp.add_argument("program", help="a .pt2 file from torch.export.save")
+    comp.add_argument("--device", default="cpu", help="torch device to compile for (default cpu)")
+    comp.add_argument("--out", help="output folder (default: the program's folder)")
+    comp.add_argument("--name", help="model name (default: the program's file name)")
+    comp.set_defaults(fn=cmd_compile)
 
     info = sub.add_parser("info", help="inputs, outputs, constants, shims needed and missing")
     info.add_argument("model")

@@ -4,8 +4,11 @@
 AOTInductor into ``<out_dir>/<name>.so`` (the code, linked against no
 libtorch), ``<name>.weights.blob`` (the weights, found by
 :func:`aotishim.load` beside the ``.so``) and ``<name>.spec.json`` (input
-and output names, dtypes and shapes, used to check inputs before a run).
-Shapes are static: the model takes inputs shaped like ``example_args``.
+and output names, dtypes and shapes, used to check inputs before a run; see
+:mod:`aotishim.spec`). Shapes are those of ``example_args`` unless
+``dynamic_shapes`` makes dimensions symbolic, as for ``torch.export.export``.
+:func:`compile_exported` compiles a program exported (or saved and loaded)
+already; ``python -m aotishim compile`` runs it on a ``torch.export.save`` file.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from typing import Any, Sequence
 
 import torch
 
-from .model import SPEC_FORMAT, extract_package
+from ._shapes import Expr
+from .model import extract_package
+from .spec import SPEC_FORMAT
 
 __all__ = ["INDUCTOR_CONFIGS", "compile", "compile_cached", "compile_exported",
            "inductor_configs"]
@@ -72,30 +77,110 @@ def _move(value: Any, device: str) -> Any:
         lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, value)
 
 
-def _spec(ep: "torch.export.ExportedProgram", args: tuple) -> dict:
-    """Input and output names/dtypes/shapes of an exported program."""
-    from torch.export.graph_signature import InputKind, OutputKind
+def _dim_text(expr: Any) -> str | None:
+    """A symbolic size as the spec writes it, or None when aotishim's reader
+    (:class:`aotishim._shapes.Expr`) could not read it back."""
+    text = str(expr)
+    try:
+        Expr(text)
+    except ValueError:
+        return None
+    return text
 
-    leaves = [a for a in torch.utils._pytree.tree_leaves(args) if isinstance(a, torch.Tensor)]
-    user_inputs = [s.arg.name for s in ep.graph_signature.input_specs
-                   if s.kind == InputKind.USER_INPUT]
-    names = user_inputs if len(user_inputs) == len(leaves) else [f"input{i}" for i in range(len(leaves))]
-    inputs = [{"name": n, "dtype": _dtype_name(t.dtype), "shape": list(t.shape)}
-              for n, t in zip(names, leaves)]
+
+def _dims(shape: Sequence[Any]) -> list[int | str | None]:
+    """A tensor's sizes for the spec: ints, expressions over the inputs'
+    symbols, or None for sizes that depend on the data (unbacked symbols)."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    out: list[int | str | None] = []
+    for d in shape:
+        if isinstance(d, int):
+            out.append(d)
+        elif free_unbacked_symbols(d):
+            out.append(None)
+        else:
+            expr = d.node.expr
+            out.append(int(expr) if expr.is_number else _dim_text(expr))
+    return out
+
+
+def _bound(value: Any) -> int | None:
+    """A range bound as an int, or None when unbounded."""
+    try:
+        return int(value)
+    except (TypeError, OverflowError):  # int_oo / sympy oo
+        return None
+
+
+def _symbol_names(ep: "torch.export.ExportedProgram", nodes: Sequence[Any]) -> dict[str, str]:
+    """The names users gave their dimensions (``Dim("batch")``) where the
+    program still knows them; a program read back by torch.export.load does not."""
+    names: dict[str, str] = {}
+    for node in nodes:
+        for d in node.meta["val"].shape:
+            if not isinstance(d, torch.SymInt) or not d.node.expr.is_symbol:
+                continue
+            env = d.node.shape_env
+            debug = getattr(env, "source_name_to_debug_name", {})
+            for source in getattr(env, "var_to_sources", {}).get(d.node.expr, []):
+                key = source.name() if callable(source.name) else source.name
+                name = debug.get(key)
+                if name and name.isidentifier():
+                    names[str(d.node.expr)] = name
+    return names
+
+
+def _spec(ep: "torch.export.ExportedProgram") -> dict:
+    """Input and output names/dtypes/shapes of an exported program, with its
+    symbolic dimensions and their ranges (see :mod:`aotishim.spec`)."""
+    from torch.export.graph_signature import InputKind, OutputKind
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    user_nodes = [placeholders[s.arg.name] for s in ep.graph_signature.input_specs
+                  if s.kind == InputKind.USER_INPUT]
+    # AOTInductor models take tensors only; other inputs were baked in at export.
+    user_nodes = [n for n in user_nodes if isinstance(n.meta.get("val"), torch.Tensor)]
+    inputs = [{"name": n.name, "dtype": _dtype_name(n.meta["val"].dtype),
+               "shape": _dims(n.meta["val"].shape)} for n in user_nodes]
+
+    examples: dict[str, int] = {}
+    for n in user_nodes:
+        for d in n.meta["val"].shape:
+            if isinstance(d, torch.SymInt) and d.node.expr.is_symbol and d.node.hint is not None:
+                examples[str(d.node.expr)] = int(d.node.hint)
+    names = _symbol_names(ep, user_nodes)
+    symbols: dict[str, dict] = {}
+    relations: list[dict] = []
+    for expr, vr in ep.range_constraints.items():
+        if free_unbacked_symbols(expr):
+            continue  # output sizes found at run time: nothing to check on inputs
+        lo, hi = _bound(vr.lower), _bound(vr.upper)
+        if expr.is_symbol:
+            entry: dict[str, Any] = {"min": 0 if lo is None else lo, "max": hi}
+            if str(expr) in names:
+                entry["name"] = names[str(expr)]
+            if str(expr) in examples:
+                entry["example"] = examples[str(expr)]
+            symbols[str(expr)] = entry
+        elif (text := _dim_text(expr)) is not None:
+            relations.append({"expr": text, "min": 0 if lo is None else lo, "max": hi})
+
     spec: dict[str, Any] = {"format": SPEC_FORMAT, "torch_version": torch.__version__,
-                            "inputs": inputs}
+                            "symbols": symbols, "relations": relations, "inputs": inputs}
     try:
         output_node = next(n for n in ep.graph.nodes if n.op == "output")
         values = list(output_node.args[0])
         outputs = []
-        for i, (s, node) in enumerate(zip(ep.graph_signature.output_specs, values)):
+        for s, node in zip(ep.graph_signature.output_specs, values):
             if s.kind != OutputKind.USER_OUTPUT:
                 continue
             val = getattr(node, "meta", {}).get("val") if node is not None else None
             if not isinstance(val, torch.Tensor):
                 raise ValueError("non-tensor output")
             outputs.append({"name": f"output{len(outputs)}", "dtype": _dtype_name(val.dtype),
-                            "shape": [int(d) for d in val.shape]})
+                            "shape": _dims(val.shape)})
         spec["outputs"] = outputs
     except (StopIteration, ValueError, TypeError, AttributeError):
         pass  # outputs are descriptive only; inputs are what runs are checked against
@@ -103,14 +188,16 @@ def _spec(ep: "torch.export.ExportedProgram", args: tuple) -> dict:
 
 
 def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str | Path, *,
-            name: str | None = None, device: str = "cpu") -> Path:
+            name: str | None = None, device: str = "cpu", dynamic_shapes: Any = None) -> Path:
     """Export ``module`` on ``example_args`` and compile it for ``device``.
 
     Returns the path of ``<out_dir>/<name>.so``; the weights blob
     (``<name>.weights.blob``) and spec (``<name>.spec.json``) lie beside it.
     ``name`` defaults to the module's class name. ``device`` is a torch device
     ("cpu", "cuda:0"); copies of the module and example tensors are moved
-    there (the caller's module stays where it is).
+    there (the caller's module stays where it is). ``dynamic_shapes`` is what
+    ``torch.export.export`` takes (e.g. ``{"x": {0: Dim("batch", min=1,
+    max=64)}}``); without it every shape is static.
     Files appear atomically: a failed compile leaves an existing model intact.
     """
     name = name or type(module).__name__
@@ -120,8 +207,8 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
         # nn.Module.to moves parameters in place: move a copy, not the caller's module.
         module = copy.deepcopy(module).to(device)
     with _quiet_torch():
-        ep = torch.export.export(module, args)
-    return compile_exported(ep, args, out_dir, name=name, device=device)
+        ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
+    return compile_exported(ep, out_dir, name=name, device=device)
 
 
 def _check_name_and_device(name: str, device: str) -> None:
@@ -132,22 +219,44 @@ def _check_name_and_device(name: str, device: str) -> None:
                          f"'mps', not {device!r}")
 
 
-def compile_exported(ep: "torch.export.ExportedProgram", example_args: Sequence[Any],
-                     out_dir: str | Path, *, name: str, device: str = "cpu") -> Path:
+def _program_device(ep: "torch.export.ExportedProgram") -> torch.device | None:
+    """Where the program's parameters and buffers live (None: it has none)."""
+    for t in (*ep.state_dict.values(), *ep.constants.values()):
+        if isinstance(t, torch.Tensor):
+            return t.device
+    return None
+
+
+def compile_exported(ep: "torch.export.ExportedProgram", out_dir: str | Path, *, name: str,
+                     device: str = "cpu") -> Path:
     """:func:`compile` for a program already exported with ``torch.export``
-    on ``example_args`` (tensors on ``device``): the same files, the same
-    atomicity."""
+    (or read back with ``torch.export.load``), with the dynamic shapes it was
+    exported with: the same files, the same atomicity. A program whose
+    weights are on another device is moved to ``device`` first."""
     _check_name_and_device(name, device)
-    args = tuple(example_args)
+    held = _program_device(ep)
+    if held is not None and held != torch.device(device):
+        from torch.export.passes import move_to_device_pass
+
+        ep = move_to_device_pass(ep, device)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    spec = _spec(ep, args)
+    spec = _spec(ep)
+    configs = inductor_configs(device)
+    if spec["symbols"]:
+        # Inductor assumes symbolic sizes are >= 2 (torch.export specialises 0
+        # and 1) and its generated input check would refuse 1 even where the
+        # declared range allows it and the code computes it correctly. The
+        # spec's check enforces the declared lower bounds instead; the
+        # generated check keeps the rest (dtypes, static sizes, upper bounds,
+        # strides, device).
+        configs["aot_inductor.check_lowerbound"] = False
 
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=out) as tmp:
         package = Path(tmp) / f"{name}.pt2"
         with _quiet_torch():
             torch._inductor.aoti_compile_and_package(
-                ep, package_path=str(package), inductor_configs=inductor_configs(device))
+                ep, package_path=str(package), inductor_configs=configs)
         staged = Path(tmp) / "staged"
         staged.mkdir()
         with zipfile.ZipFile(package) as archive:
@@ -166,9 +275,28 @@ def compile_exported(ep: "torch.export.ExportedProgram", example_args: Sequence[
     return out / f"{name}.so"
 
 
-def _fingerprint(module: torch.nn.Module, args: tuple, name: str, device: str) -> str:
+def _dynamic_shapes_key(value: Any) -> str:
+    """A stable text for a ``dynamic_shapes`` argument: a derived dimension's
+    repr ("2*batch") omits its root's range, so the root is spelled out."""
+    from torch.export.dynamic_shapes import _DerivedDim
+
+    if isinstance(value, _DerivedDim):
+        return f"{value.__name__}<{_dynamic_shapes_key(value.root)}>"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k!r}:{_dynamic_shapes_key(v)}"
+                              for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}"
+    if isinstance(value, (list, tuple)):
+        inner = ",".join(_dynamic_shapes_key(v) for v in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    return repr(value)
+
+
+def _fingerprint(module: torch.nn.Module, args: tuple, name: str, device: str,
+                 dynamic_shapes: Any = None) -> str:
     h = hashlib.sha256()
     h.update(f"{torch.__version__}|{device}|{name}|{sorted(inductor_configs(device).items())}".encode())
+    if dynamic_shapes is not None:  # static models keep the keys they always had
+        h.update(f"|dynamic {_dynamic_shapes_key(dynamic_shapes)}".encode())
     try:
         h.update(inspect.getsource(type(module)).encode())
     except (OSError, TypeError):
@@ -181,27 +309,30 @@ def _fingerprint(module: torch.nn.Module, args: tuple, name: str, device: str) -
     for key, value in module.state_dict().items():
         h.update(key.encode())
         h.update(f"{value.dtype}{tuple(value.shape)}".encode())
-        h.update(value.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()
+        # reshape: a 0-d tensor (BatchNorm's num_batches_tracked) has no byte view
+        h.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
                  if value.numel() else b"")
     return h.hexdigest()[:16]
 
 
 def compile_cached(module: torch.nn.Module, example_args: Sequence[Any],
                    cache_dir: str | Path, *, name: str | None = None,
-                   device: str = "cpu") -> Path:
+                   device: str = "cpu", dynamic_shapes: Any = None) -> Path:
     """:func:`compile` into ``cache_dir`` unless an identical model is there.
 
     The cache key covers the torch version, device, the module's class
-    source, its weights and the example inputs' dtypes and shapes; the model
+    source, its weights, the example inputs' dtypes and shapes and the
+    dynamic shapes (their names, ranges and derivations); the model
     is stored as ``<name>-<key>.so``. Inductor's own cache goes to
     ``cache_dir/inductor`` unless TORCHINDUCTOR_CACHE_DIR is set.
     """
     name = name or type(module).__name__
     args = tuple(example_args)
-    key = _fingerprint(module, args, name, device)
+    key = _fingerprint(module, args, name, device, dynamic_shapes)
     cache = Path(cache_dir)
     so = cache / f"{name}-{key}.so"
     if so.exists():
         return so
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
-    return compile(module, args, cache, name=f"{name}-{key}", device=device)
+    return compile(module, args, cache, name=f"{name}-{key}", device=device,
+                   dynamic_shapes=dynamic_shapes)

@@ -10,18 +10,17 @@ Where the weights are found when ``weights`` is not given, for ``dir/NAME.so``:
 ``dir/NAME.weights.blob`` (what :func:`aotishim.export.compile` writes), then
 ``dir/NAME_weights.blob`` (AOTInductor's own ``<hash>.wrapper_weights.blob``).
 An optional ``dir/NAME.spec.json`` (also written by ``export.compile``)
-records the input names, dtypes and shapes so mismatches are reported
-before the model runs; without it the model's own input checks report them.
+records the input names, dtypes and shapes, dynamic dimensions with their
+ranges included (:mod:`aotishim.spec`), so mismatches are reported before
+the model runs; without it the model's own input checks report them.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import warnings
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -31,13 +30,13 @@ from . import _core
 from ._dtypes import dtype_code, dtype_name, numpy_dtype
 from . import shim
 from .shim import ShimError
+from .spec import ModelSpec, ShapeError, TensorSpec, read_spec
 
 __all__ = ["Model", "ModelError", "ModelInputError", "LeakWarning", "TensorSpec", "load",
            "spec_path", "PACKAGE_MODEL_DIR"]
 
 # Where aoti_compile_and_package puts a model inside a .pt2 archive.
 PACKAGE_MODEL_DIR = "data/aotinductor/model/"
-SPEC_FORMAT = "aotishim-model-spec/1"
 
 
 class ModelError(ShimError):
@@ -52,40 +51,18 @@ class LeakWarning(ResourceWarning):
     """A closed model's scope still held tensors (see :attr:`Model.leaks`)."""
 
 
-@dataclass(frozen=True)
-class TensorSpec:
-    """Name, dtype and shape of a model input or output."""
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-
-    def describe(self) -> str:
-        return f"{self.name}: {self.dtype}{list(self.shape)}"
-
-
 def spec_path(so_path: str | Path) -> Path:
     """The spec file that belongs to a model ``.so``: ``NAME.spec.json`` beside it."""
     p = Path(so_path)
     return p.with_name(p.stem + ".spec.json")
 
 
-def _read_specs(so_path: Path) -> tuple[list[TensorSpec] | None, list[TensorSpec] | None]:
+def _read_spec(so_path: Path) -> ModelSpec | None:
     path = spec_path(so_path)
     if not path.is_file():
-        return None, None
+        return None
     try:
-        data = json.loads(path.read_text())
-        if data.get("format") != SPEC_FORMAT:
-            raise ValueError(f"unknown format {data.get('format')!r}")
-
-        def specs(key: str) -> list[TensorSpec] | None:
-            if key not in data:
-                return None
-            return [TensorSpec(str(s["name"]), str(s["dtype"]), tuple(int(d) for d in s["shape"]))
-                    for s in data[key]]
-
-        return specs("inputs"), specs("outputs")
+        return read_spec(path)
     except (ValueError, KeyError, TypeError) as e:
         raise ModelError(f"model spec '{path}' is unreadable: {e}") from None
 
@@ -96,13 +73,13 @@ class Model:
     it deletes its container and frees exactly what it made, nothing of other
     models'."""
 
-    def __init__(self, core: Any, source: Path,
-                 input_specs: list[TensorSpec] | None = None,
-                 output_specs: list[TensorSpec] | None = None) -> None:
+    def __init__(self, core: Any, source: Path, spec: ModelSpec | None = None) -> None:
         self._core = core
         self._source = source
+        self._spec = spec
+        input_specs = spec.inputs if spec is not None else None
         self._input_specs = input_specs
-        self._output_specs = output_specs
+        self._output_specs = spec.outputs if spec is not None else None
         # Fixed once loaded: read from C++ here, not on every run.
         self._input_names = tuple(core.input_names)
         self._output_names = tuple(core.output_names)
@@ -130,6 +107,12 @@ class Model:
                 f"{self.name} takes {len(self._input_names)} input(s) "
                 f"({self._describe_inputs()}), got {len(arrays)}")
         prepared = [self._prepare(i, a) for i, a in enumerate(arrays)]
+        if self._input_specs is not None:
+            try:
+                self._spec.check_shapes([a.shape for a, _ in prepared],
+                                        [self._input_label(i) for i in range(len(prepared))])
+            except ShapeError as e:
+                raise ModelInputError(str(e)) from None
         try:
             raw = core.run_host(prepared)
         except ShimError as e:
@@ -164,9 +147,6 @@ class Model:
             if dtype_name(code) != spec.dtype:
                 raise ModelInputError(f"{self._input_label(index)} has dtype {dtype_name(code)}, "
                                       f"the model expects {spec.dtype}")
-            if tuple(array.shape) != spec.shape:
-                raise ModelInputError(f"{self._input_label(index)} has shape {list(array.shape)}, "
-                                      f"the model expects {list(spec.shape)}")
         # Strided inputs are copied into a packed tensor by the runtime; only
         # layouts it cannot describe (negative or unaligned strides) are packed here.
         if any(s < 0 or s % array.itemsize for s in array.strides):
@@ -264,6 +244,11 @@ class Model:
     @property
     def output_specs(self) -> list[TensorSpec] | None:
         return None if self._output_specs is None else list(self._output_specs)
+
+    @property
+    def spec(self) -> ModelSpec | None:
+        """The whole spec file (symbolic dimensions and their ranges), if any."""
+        return self._spec
 
     @property
     def constants_blob_size(self) -> int:
@@ -371,12 +356,12 @@ def load(path: str | Path, *, weights: str | Path | None = None, device: str = "
 
 
 def _load_library(so: Path, source: Path, weights: str | Path | None, device: str) -> Model:
-    input_specs, output_specs = _read_specs(so)
+    spec = _read_spec(so)
     try:
         core = _core.Model.load(str(so), "" if weights is None else str(weights), device)
     except ShimError as e:
         raise ModelError(str(e)) from None
-    return Model(core, source, input_specs, output_specs)
+    return Model(core, source, spec)
 
 
 def _load_package(package: Path, weights: str | Path | None, device: str) -> Model:
