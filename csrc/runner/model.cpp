@@ -8,6 +8,7 @@
 
 #include "aotishim/runner.h"
 #include "aotishim/runtime.h"
+#include "core/check_failures.h"
 #include "core/error.h"
 #include "runner/container_api.h"
 #include "runner/shared_library.h"
@@ -224,8 +225,15 @@ std::vector<AtenTensorHandle> Model::Impl::invoke(std::vector<AtenTensorHandle>&
   std::vector<AtenTensorHandle> outputs(output_names.size(), nullptr);
   ScopeGuard guard(scope);
   clear_last_error();
-  const auto err = api.run(container, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
-                           nullptr, nullptr);
+  const uint64_t check_failures = check_failure_count();
+  auto err = api.run(container, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
+                     nullptr, nullptr);
+  // A check that failed inside a parallel kernel could not stop the run; its
+  // outputs are not to be trusted.
+  if (check_failure_count() != check_failures) {
+    set_last_error(last_check_failure());
+    err = AOTI_TORCH_FAILURE;
+  }
   if (err != 0) {
     const std::string message = api.error_message("running model '" + path + "'");
     // A model that fails its input checks has not taken its inputs yet.
