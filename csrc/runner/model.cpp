@@ -8,6 +8,7 @@
 
 #include "aotishim/runner.h"
 #include "aotishim/runtime.h"
+#include "core/check_failures.h"
 #include "core/device_type.h"
 #include "core/error.h"
 #include "core/device.h"
@@ -234,8 +235,15 @@ std::vector<AtenTensorHandle> Model::Impl::invoke(std::vector<AtenTensorHandle>&
   ScopeGuard guard(scope);
   clear_last_error();
   target->take_runtime_error();  // an earlier caller's, not this run's
-  const auto err = api.run(container, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
-                           nullptr, nullptr);
+  const uint64_t check_failures = check_failure_count();
+  auto err = api.run(container, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
+                     nullptr, nullptr);
+  // A check that failed inside a parallel kernel could not stop the run; its
+  // outputs are not to be trusted.
+  if (check_failure_count() != check_failures) {
+    set_last_error(last_check_failure());
+    err = AOTI_TORCH_FAILURE;
+  }
   if (err != 0) {
     const std::string message = api.error_message("running model '" + path + "'");
     // A model that fails its input checks has not taken its inputs yet.

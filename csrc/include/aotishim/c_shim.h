@@ -47,6 +47,11 @@ AOTISHIM_API bool aoti_torch_grad_mode_is_enabled(void);
 AOTISHIM_API void aoti_torch_grad_mode_set_enabled(bool enabled);
 
 AOTISHIM_API void aoti_torch_warn(const char* func, const char* file, uint32_t line, const char* msg);
+// A failed check (cond false) fails the model call that made it: it throws
+// (the container turns that into an error code) and sets the last error.
+// Never call it with cond false from C, or from outside a model's run.
+AOTISHIM_API void aoti_torch_check(bool cond, const char* func, const char* file, uint32_t line,
+                                   const char* msg);
 
 // ---- tensor getters ----
 AOTISHIM_API AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_ptr);

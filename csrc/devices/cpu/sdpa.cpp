@@ -1,0 +1,169 @@
+// The cpu attention kernel, flash style: for each (batch, head, tile of
+// queries), walk the keys in tiles, with the scores of one tile (Q K^T, a
+// BLAS GEMM) turned into probabilities against a running row maximum, the
+// running sum and output rescaled when the maximum grows, and P V added by a
+// second GEMM. Memory is O(tile^2) whatever the sequence length. Everything
+// accumulates in float (double for float64 inputs); views are read where they
+// lie, element by element, into packed tiles.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "devices/cpu/blas.h"
+#include "devices/cpu/parallel.h"
+#include "ops/sdpa.h"
+
+namespace aotishim {
+namespace {
+
+constexpr int64_t kQueryTile = 64;
+constexpr int64_t kKeyTile = 128;
+
+double load(const char* p, DType t) {
+  switch (t) {
+    case DType::Float32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::Float64: { double v; std::memcpy(&v, p, 8); return v; }
+    case DType::BFloat16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_float(v); }
+    case DType::Float16: { uint16_t v; std::memcpy(&v, p, 2); return f16_to_float(v); }
+    case DType::Bool: return *reinterpret_cast<const uint8_t*>(p) != 0 ? 1.0 : 0.0;
+    default: return 0.0;
+  }
+}
+
+void store(char* p, DType t, double v) {
+  switch (t) {
+    case DType::Float32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+    case DType::Float64: std::memcpy(p, &v, 8); break;
+    case DType::BFloat16: { uint16_t h = float_to_bf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    case DType::Float16: { uint16_t h = float_to_f16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    default: break;
+  }
+}
+
+// rows x cols of a 4-D view at (b, h, row0, 0), packed row-major into dst.
+template <typename T>
+void pack(T* dst, const Tensor& t, int64_t b, int64_t h, int64_t row0, int64_t rows,
+          int64_t cols) {
+  const size_t item = t.itemsize();
+  const char* base = t.data() + (b * t.strides[0] + h * t.strides[1] + row0 * t.strides[2]) *
+                                    static_cast<int64_t>(item);
+  if (t.dtype == DType::Float32 && sizeof(T) == 4 && t.strides[3] == 1) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(dst + r * cols, base + r * t.strides[2] * 4, static_cast<size_t>(cols) * 4);
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      dst[r * cols + c] = static_cast<T>(
+          load(base + (r * t.strides[2] + c * t.strides[3]) * static_cast<int64_t>(item), t.dtype));
+}
+
+template <typename T>
+void attention(const SdpaArgs& a) {
+  const int64_t B = a.q.sizes[0], H = a.q.sizes[1], L = a.q.sizes[2], E = a.q.sizes[3];
+  const int64_t Hkv = a.k.sizes[1], S = a.k.sizes[2], Ev = a.v.sizes[3];
+  const int64_t group = H / Hkv;
+  const int64_t q_tiles = (L + kQueryTile - 1) / kQueryTile;
+  const T scale = static_cast<T>(a.scale);
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  AOTISHIM_CHECK(E <= blas::kMaxInt && Ev <= blas::kMaxInt, "head dimension too large");
+
+  cpu::parallel_for(B * H * q_tiles, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> q(kQueryTile * E), k(kKeyTile * E), v(kKeyTile * Ev), s(kQueryTile * kKeyTile),
+        o(kQueryTile * Ev), m(kQueryTile), l(kQueryTile);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / (H * q_tiles), h = task / q_tiles % H, i0 = task % q_tiles * kQueryTile;
+      const int64_t hk = h / group;
+      const int64_t rows = std::min(kQueryTile, L - i0);
+      pack(q.data(), a.q, b, h, i0, rows, E);
+      std::fill(o.begin(), o.end(), T(0));
+      std::fill(m.begin(), m.end(), neg_inf);
+      std::fill(l.begin(), l.end(), T(0));
+      // Causal: keys past the tile's last query are masked for every row.
+      const int64_t s_end = a.causal ? std::min(S, i0 + rows) : S;
+      for (int64_t j0 = 0; j0 < s_end; j0 += kKeyTile) {
+        const int64_t cols = std::min(kKeyTile, s_end - j0);
+        pack(k.data(), a.k, b, hk, j0, cols, E);
+        pack(v.data(), a.v, b, hk, j0, cols, Ev);
+        // s = scale * q k^T (rows x cols)
+        blas::gemm(false, true, static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(E),
+                   scale, q.data(), static_cast<int>(E), k.data(), static_cast<int>(E), T(0),
+                   s.data(), static_cast<int>(cols));
+        for (int64_t r = 0; r < rows; ++r) {
+          T* sr = s.data() + r * cols;
+          const int64_t i = i0 + r;
+          if (a.has_mask) {
+            const Tensor& mk = a.mask;
+            const char* mrow = mk.data() + (b * mk.strides[0] + h * mk.strides[1] +
+                                            i * mk.strides[2] + j0 * mk.strides[3]) *
+                                               static_cast<int64_t>(mk.itemsize());
+            const int64_t step = mk.strides[3] * static_cast<int64_t>(mk.itemsize());
+            for (int64_t c = 0; c < cols; ++c) {
+              const double mv = load(mrow + c * step, mk.dtype);
+              if (mk.dtype == DType::Bool) {
+                if (mv == 0.0) sr[c] = neg_inf;
+              } else {
+                sr[c] += static_cast<T>(mv);
+              }
+            }
+          }
+          if (a.causal)
+            for (int64_t c = std::max<int64_t>(0, i + 1 - j0); c < cols; ++c) sr[c] = neg_inf;
+          T tile_max = neg_inf;
+          for (int64_t c = 0; c < cols; ++c) tile_max = std::max(tile_max, sr[c]);
+          const T new_max = std::max(m[r], tile_max);
+          // All scores so far masked: nothing to add yet (and exp(-inf - -inf) is NaN).
+          if (new_max == neg_inf) {
+            std::fill(sr, sr + cols, T(0));
+            continue;
+          }
+          const T correction = std::exp(m[r] - new_max);  // 0 when m[r] was -inf
+          T sum = 0;
+          for (int64_t c = 0; c < cols; ++c) {
+            sr[c] = std::exp(sr[c] - new_max);
+            sum += sr[c];
+          }
+          l[r] = l[r] * correction + sum;
+          m[r] = new_max;
+          if (correction != T(1))
+            for (int64_t e = 0; e < Ev; ++e) o[r * Ev + e] *= correction;
+        }
+        // o += p v (rows x Ev)
+        blas::gemm(false, false, static_cast<int>(rows), static_cast<int>(Ev), static_cast<int>(cols),
+                   T(1), s.data(), static_cast<int>(cols), v.data(), static_cast<int>(Ev), T(1),
+                   o.data(), static_cast<int>(Ev));
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = i0 + r;
+        // A fully masked row: torch gives zeros... and -inf / NaN in lse; see tests.
+        const T inv = l[r] > T(0) ? T(1) / l[r] : T(0);
+        char* orow = a.out.data() + (b * a.out.strides[0] + h * a.out.strides[1] +
+                                     i * a.out.strides[2]) * static_cast<int64_t>(a.out.itemsize());
+        for (int64_t e = 0; e < Ev; ++e)
+          store(orow + e * a.out.strides[3] * static_cast<int64_t>(a.out.itemsize()), a.out.dtype,
+                o[r * Ev + e] * inv);
+        float* lrow = reinterpret_cast<float*>(a.lse.data()) + b * a.lse.strides[0] +
+                      h * a.lse.strides[1] + i * a.lse.strides[2];
+        *lrow = static_cast<float>(m[r] + std::log(l[r]));
+      }
+    }
+  });
+}
+
+void cpu_sdpa(const SdpaArgs& args) {
+  if (args.q.dtype == DType::Float64) {
+    attention<double>(args);
+  } else {
+    attention<float>(args);
+  }
+}
+
+}  // namespace
+
+AOTISHIM_REGISTER_KERNEL(ops::sdpa, DeviceType::CPU, cpu_sdpa);
+
+}  // namespace aotishim
