@@ -1,4 +1,5 @@
 // aotishim::Model: one compiled model, its container and its scope.
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -129,20 +130,33 @@ std::string canonical_file(const std::string& path, const std::string& what) {
   return resolved.string();
 }
 
-// fork() copies only the calling thread. A CPU model's kernels run on the
-// OpenMP runtime's worker threads, which the child does not get, while the
-// runtime's state says they exist: the child's first parallel region waits
-// for them forever. Once the process has run a CPU model, a forked child
-// refuses to run CPU models, with an error saying why, instead of hanging.
+// fork() copies only the calling thread. A CPU model's kernels run on GNU
+// OpenMP's worker threads, which the child does not get, while libgomp's
+// state says they exist: the child's first parallel region waits for them
+// forever. So when a process that has run CPU models with libgomp loaded
+// forks, the child refuses to run CPU models, with an error saying why,
+// instead of hanging. (A child forked before any run is fine: libgomp starts
+// its threads on the first parallel region.)
 std::atomic<bool> g_cpu_model_ran{false};
+std::atomic<bool> g_openmp_threads_at_fork{false};
 std::atomic<bool> g_forked_after_cpu_run{false};
+
+bool gnu_openmp_loaded() {
+  void* handle = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (handle) dlclose(handle);  // drops only the reference NOLOAD took
+  return handle != nullptr;
+}
 
 void note_cpu_run() {
   static std::once_flag once;
   std::call_once(once, [] {
-    pthread_atfork(nullptr, nullptr, [] {
-      if (g_cpu_model_ran.load()) g_forked_after_cpu_run.store(true);
-    });
+    pthread_atfork(
+        // In the parent, before the fork: an ordinary context, dlopen is safe.
+        [] { g_openmp_threads_at_fork.store(g_cpu_model_ran.load() && gnu_openmp_loaded()); },
+        nullptr,
+        [] {
+          if (g_openmp_threads_at_fork.load()) g_forked_after_cpu_run.store(true);
+        });
   });
   g_cpu_model_ran.store(true);
 }
