@@ -69,11 +69,27 @@ class SharedBufferWeights(nn.Module):
         return torch.tanh(x @ self.w1.t()) @ self.w2.t()
 
 
+class TwoInputs(nn.Module):
+    """Two inputs of one shape (a caller may pass one tensor for both)."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor):
+        return x * 2 + y, x - y
+
+
+class WideElementwise(nn.Module):
+    """Large enough that Inductor splits its loop over OpenMP threads."""
+
+    def forward(self, x: torch.Tensor):
+        return torch.sin(x) * 3 + torch.cos(x)
+
+
 _EXTRA = {
     "shared_buffer_weights": (SharedBufferWeights, [(3, 6)]),
     "repeated_output": (RepeatedOutput, [(3, 6)]),
     "constant_output": (ConstantOutput, [(3, 5)]),
     "alias_input": (AliasInput, [(4, 4)]),
+    "two_inputs": (TwoInputs, [(4, 5), (4, 5)]),
+    "wide_elementwise": (WideElementwise, [(256, 4096)]),
 }
 
 

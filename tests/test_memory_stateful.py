@@ -42,6 +42,20 @@ def _view_geometry(draw, nelems: int):
     return sizes, strides, offset
 
 
+def _writable(sizes, strides) -> bool:
+    """The runtime's rule for a destination: its dimensions, sorted by stride,
+    each step past everything the smaller ones reach (so no two elements
+    share an address)."""
+    if 0 in sizes:
+        return True
+    reach = 0
+    for stride, size in sorted((st, n) for st, n in zip(strides, sizes) if n > 1):
+        if stride <= reach:
+            return False
+        reach += stride * (size - 1)
+    return True
+
+
 class MemoryMachine(RuleBasedStateMachine):
     device = "cpu"
     handles = Bundle("handles")
@@ -123,8 +137,11 @@ class MemoryMachine(RuleBasedStateMachine):
         if d.sizes != s.sizes:
             return
         dview = d.of(self.mirrors[d.storage])
-        # a destination with repeated elements (stride 0) has no single answer
-        if any(st_ == 0 and n > 1 for st_, n in zip(d.strides, d.sizes)):
+        # A destination whose elements may share addresses has no single
+        # answer: refused, nothing written.
+        if not _writable(d.sizes, d.strides):
+            with pytest.raises(shim.ShimError, match="elements overlap in memory"):
+                shim.copy_(dst, src)
             return
         new = s.of(self.mirrors[s.storage]).copy()
         shim.copy_(dst, src)

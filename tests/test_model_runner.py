@@ -57,7 +57,9 @@ def test_seed_scenario_switching_models_and_reloading(compiled):
     assert scope_ids() == base_scopes  # every model's scope was forgotten
     # The hazard needs a new model's constants at an address an earlier,
     # destroyed model used; make sure this run really exercised it.
-    assert len(set(addresses)) < len(addresses), "no constants address was ever reused"
+    # (Not under AddressSanitizer, whose quarantine never hands freed memory back.)
+    if not os.environ.get("AOTISHIM_SANITIZED"):
+        assert len(set(addresses)) < len(addresses), "no constants address was ever reused"
 
 
 @pytest.mark.parametrize("count", [2, 3])

@@ -10,7 +10,10 @@ namespace {
 
 Device& device_for(int32_t device_type, int32_t device_index) {
   DeviceType type = device_type_from_int(device_type);
-  // -1 means "the default/current device" (torch uses it for CPU).
+  // -1 means "the default/current device" (torch uses it for CPU); any other
+  // negative index is a caller's mistake, not device 0.
+  AOTISHIM_CHECK(device_index >= -1, "invalid device index ", device_index,
+                 " (expected -1 for the current device, or 0 and up)");
   return get_device(type, device_index < 0 ? 0 : device_index);
 }
 
@@ -129,7 +132,7 @@ AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int
   return guard(__func__, [&] {
     auto dst = lookup(self, "self");
     auto source = lookup(src, "src");
-    copy_tensor(*dst, *source);
+    copy_into(*dst, *source);
   });
 }
 

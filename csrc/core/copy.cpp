@@ -115,6 +115,11 @@ void copy_tensor(const Tensor& dst, const Tensor& src_in) {
   upload_packed(dst, staged.data());
 }
 
+void copy_into(const Tensor& dst, const Tensor& src) {
+  check_writable_without_overlap(dst, "the destination");
+  copy_tensor(dst, src);
+}
+
 Tensor clone_contiguous(const Tensor& src) {
   Tensor out = make_empty(src.device(), src.dtype, src.sizes);
   copy_tensor(out, src);

@@ -9,6 +9,13 @@ namespace aotishim {
 
 // dst = src, src broadcast to dst's sizes, dtype converted.
 void copy_tensor(const Tensor& dst, const Tensor& src);
+// copy_tensor into a destination the caller chose (aoti_torch_copy_): one
+// whose elements may overlap each other is refused (check_writable_without_
+// overlap; torch refuses the zero-stride case and lets the last write win in
+// others, which would make the result depend on the kernel's write order).
+// (Internal copies may fill such a tensor, e.g. a stride-preserving clone of
+// an expanded tensor, where every write of an element carries one value.)
+void copy_into(const Tensor& dst, const Tensor& src);
 // A fresh contiguous tensor with src's values, on src's device.
 Tensor clone_contiguous(const Tensor& src);
 // torch's clone(): a dense src keeps its dimension order (strides), any

@@ -168,6 +168,20 @@ Tensor make_empty(Device& device, DType dtype, std::vector<int64_t> sizes,
   return t;
 }
 
+void check_writable_without_overlap(const Tensor& t, const char* what) {
+  if (t.numel() == 0) return;
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims that step
+  for (size_t d = 0; d < t.sizes.size(); ++d)
+    if (t.sizes[d] > 1) dims.emplace_back(t.strides[d], t.sizes[d]);
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;
+  for (const auto& [stride, size] : dims) {
+    AOTISHIM_CHECK(stride > reach, what, "'s elements overlap in memory (sizes ", shape_string(t.sizes),
+                   ", strides ", shape_string(t.strides), "); it cannot be written");
+    reach += stride * (size - 1);
+  }
+}
+
 bool may_overlap(const Tensor& a, const Tensor& b) {
   if (a.storage->data() == nullptr || b.storage->data() == nullptr) return false;
   size_t ea = a.extent_bytes(), eb = b.extent_bytes();

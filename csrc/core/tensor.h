@@ -78,4 +78,12 @@ AOTISHIM_API Tensor make_empty(Device& device, DType dtype, std::vector<int64_t>
 // Do the byte ranges that two tensors can reach intersect?
 bool may_overlap(const Tensor& a, const Tensor& b);
 
+// Throws unless every element of `t` lies at its own address, so writing it
+// gives one result whatever the order of writes (a zero stride or
+// interleaved dimensions would make the last write win). Accepts every
+// layout whose dimensions, sorted by stride, each step past all that the
+// smaller ones reach: dense and padded layouts in any permutation. `what`
+// names the tensor in the message.
+void check_writable_without_overlap(const Tensor& t, const char* what);
+
 }  // namespace aotishim

@@ -11,6 +11,7 @@
 #include "aotishim/runner.h"
 #include "aotishim/runtime.h"
 #include "python/bindings.h"
+#include "python/without_gil.h"
 
 namespace py = pybind11;
 
@@ -50,8 +51,7 @@ void bind_model(py::module_& m) {
       .def_static(
           "load",
           [](const std::string& path, const std::string& weights, const std::string& device) {
-            py::gil_scoped_release release;
-            return Model::load(path, weights, device);
+            return without_gil([&] { return Model::load(path, weights, device); });
           },
           py::arg("path"), py::arg("weights") = "", py::arg("device") = "cpu")
       .def(
@@ -60,12 +60,8 @@ void bind_model(py::module_& m) {
             std::vector<HostInput> inputs;
             inputs.reserve(arrays.size());
             for (const auto& [array, dtype] : arrays) inputs.push_back(host_input(array, dtype));
-            std::vector<HostOutput> outputs;
-            {
-              // The arrays stay referenced by `arrays` while the GIL is released.
-              py::gil_scoped_release release;
-              outputs = self.run_host(inputs);
-            }
+            // The arrays stay referenced by `arrays` while the GIL is released.
+            std::vector<HostOutput> outputs = without_gil([&] { return self.run_host(inputs); });
             py::list result;
             for (HostOutput& out : outputs) {
               if (!out.defined) {
@@ -84,11 +80,7 @@ void bind_model(py::module_& m) {
           [](Model& self, const std::vector<uintptr_t>& inputs) {
             std::vector<AtenTensorHandle> handles;
             for (uintptr_t h : inputs) handles.push_back(reinterpret_cast<AtenTensorHandle>(h));
-            std::vector<AtenTensorHandle> outputs;
-            {
-              py::gil_scoped_release release;
-              outputs = self.run(handles);
-            }
+            std::vector<AtenTensorHandle> outputs = without_gil([&] { return self.run(handles); });
             std::vector<uintptr_t> result;
             for (AtenTensorHandle h : outputs) result.push_back(reinterpret_cast<uintptr_t>(h));
             return result;
@@ -96,10 +88,7 @@ void bind_model(py::module_& m) {
           py::arg("inputs"),
           "Runs on tensor handles (consumed); returns one caller-owned handle per output.")
       .def("close",
-           [](Model& self) {
-             py::gil_scoped_release release;
-             return self.close();
-           })
+           [](Model& self) { return without_gil([&] { return self.close(); }); })
       .def_property_readonly("closed", &Model::closed)
       .def_property_readonly("path", &Model::path)
       .def_property_readonly("weights_path", &Model::weights_path)
@@ -118,8 +107,9 @@ void bind_model(py::module_& m) {
                                return out;
                              })
       // Waits for a close in progress: without the GIL (see Model::Impl::closed).
-      .def_property_readonly("leaks", py::cpp_function(&Model::leaks,
-                                                       py::call_guard<py::gil_scoped_release>()));
+      .def_property_readonly("leaks", [](const Model& self) {
+        return without_gil([&] { return self.leaks(); });
+      });
 
   m.def(
       "inspect_library",

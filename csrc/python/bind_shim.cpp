@@ -262,7 +262,12 @@ void bind_shim(py::module_& m) {
   });
   m.def("tensor_info", &info);
   m.def("is_live", [](uintptr_t h) { return is_live_handle(to_handle(h)); });
-  m.def("element_size", [](int32_t dtype) { return aoti_torch_dtype_element_size(dtype); });
+  m.def("element_size", [](int32_t dtype) {
+    // The C function has no error channel (0 means unknown); Python raises.
+    const size_t size = aoti_torch_dtype_element_size(dtype);
+    if (size == 0) throw Error(aotishim_last_error());
+    return size;
+  });
   m.def("last_error", [] { return std::string(aotishim_last_error()); });
   m.def("grad_mode_is_enabled", [] { return aoti_torch_grad_mode_is_enabled(); });
   m.def("grad_mode_set_enabled", [](bool e) { aoti_torch_grad_mode_set_enabled(e); });

@@ -13,7 +13,8 @@
 namespace aotishim::runner {
 
 MappedFile::MappedFile(const std::string& path, const std::string& what) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: opening a FIFO must not wait for a writer (it is refused below).
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error("cannot open " + what + " '" + path + "': " + std::strerror(errno));
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -1,9 +1,13 @@
 // aotishim::Model: one compiled model, its container and its scope.
+#include <dlfcn.h>
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 
 #include "aotishim/runner.h"
@@ -108,6 +112,97 @@ void delete_if_live(AtenTensorHandle handle) {
   if (handle && is_live_handle(handle)) aoti_torch_delete_tensor_object(handle);
 }
 
+// Deletes each distinct live handle once (a caller may pass one twice).
+void consume(const std::vector<AtenTensorHandle>& handles) {
+  std::set<AtenTensorHandle> seen;
+  for (AtenTensorHandle h : handles)
+    if (seen.insert(h).second) delete_if_live(h);
+}
+
+// A path resolved to an absolute, canonical one (symlinks, "..", the current
+// directory), checked to be a regular file. The loader matches libraries by
+// the string it is given and searches the library path for a bare name, so
+// only a canonical path names one file, the one that was checked.
+std::string canonical_file(const std::string& path, const std::string& what) {
+  if (path.empty()) throw Error(what + " path is empty");
+  std::error_code ec;
+  const fs::path resolved = fs::canonical(path, ec);
+  if (ec) throw Error(what + " '" + path + "' does not exist (" + ec.message() + ")");
+  const fs::file_status status = fs::status(resolved, ec);
+  if (ec) throw Error("cannot read " + what + " '" + path + "': " + ec.message());
+  if (fs::is_directory(status)) throw Error(what + " '" + path + "' is a directory, not a file");
+  if (!fs::is_regular_file(status)) {
+    throw Error(what + " '" + path + "' is not a regular file (a device, pipe or socket)");
+  }
+  return resolved.string();
+}
+
+// fork() copies only the calling thread. A CPU model's kernels run on GNU
+// OpenMP's worker threads, which the child does not get, while libgomp's
+// state says they exist: the child's first parallel region waits for them
+// forever. So when a process that has run CPU models with libgomp loaded
+// forks, the child refuses to run CPU models, with an error saying why,
+// instead of hanging. (A child forked before any run is fine: libgomp starts
+// its threads on the first parallel region.)
+std::atomic<bool> g_cpu_model_ran{false};
+std::atomic<bool> g_openmp_threads_at_fork{false};
+std::atomic<bool> g_forked_after_cpu_run{false};
+
+bool gnu_openmp_loaded() {
+  void* handle = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (handle) dlclose(handle);  // drops only the reference NOLOAD took
+  return handle != nullptr;
+}
+
+void note_cpu_run() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork(
+        // In the parent, before the fork: an ordinary context, dlopen is safe.
+        [] { g_openmp_threads_at_fork.store(g_cpu_model_ran.load() && gnu_openmp_loaded()); },
+        nullptr,
+        [] {
+          if (g_openmp_threads_at_fork.load()) g_forked_after_cpu_run.store(true);
+        });
+  });
+  g_cpu_model_ran.store(true);
+}
+
+void require_not_forked(const std::string& path, const std::string& device) {
+  if (!is_cpu(device) || !g_forked_after_cpu_run.load()) return;
+  throw Error("model '" + path + "' cannot run on the cpu in this process: it was forked from a " +
+              "process that had run cpu models, and their OpenMP worker threads do not survive " +
+              "fork(). Load and run models in a process started fresh (multiprocessing's " +
+              "'spawn' or 'forkserver' start method), or fork before running any model");
+}
+
+// The model takes (and deletes) the handle in each input slot, and nothing
+// else may delete it while the model runs. So each input becomes a fresh
+// handle in the model's own scope, sharing the caller's storage, and the
+// caller's handle is consumed: one handle per slot even when the caller
+// passed one tensor twice, and none that a cleanup of the caller's scope on
+// another thread could reach mid-run.
+std::vector<AtenTensorHandle> adopt_inputs(const std::vector<AtenTensorHandle>& inputs,
+                                           uint64_t scope, const std::string& path) {
+  std::vector<AtenTensorHandle> adopted(inputs.size(), nullptr);
+  std::string error;
+  {
+    ScopeGuard guard(scope);
+    for (size_t i = 0; i < inputs.size() && error.empty(); ++i) {
+      clear_last_error();
+      if (aoti_torch_new_tensor_handle(inputs[i], &adopted[i]) != 0) {
+        error = "model '" + path + "': input " + std::to_string(i) + ": " + aotishim_last_error();
+      }
+    }
+  }
+  consume(inputs);
+  if (!error.empty()) {
+    consume(adopted);
+    throw Error(error);
+  }
+  return adopted;
+}
+
 }  // namespace
 
 std::vector<std::string> default_weights_paths(const std::string& so_path) {
@@ -160,7 +255,7 @@ void Model::Impl::feed_weights(const std::string& requested) {
   }
   if (requested.empty() && (!external || blob_size == 0 || constant_names.empty())) return;
 
-  std::string chosen = requested;
+  std::string chosen = requested.empty() ? "" : canonical_file(requested, "weights file");
   if (chosen.empty()) {
     const std::vector<std::string> candidates = default_weights_paths(path);
     const auto found = std::find_if(candidates.begin(), candidates.end(),
@@ -222,7 +317,7 @@ std::vector<std::string> Model::Impl::teardown() {
     has_scope = false;
   }
   weights = runner::MappedFile();
-  library = runner::SharedLibrary();
+  library = runner::SharedLibrary();  // the library itself stays loaded, for the next load
   return found;
 }
 
@@ -232,6 +327,7 @@ void Model::Impl::require_open() const {
 
 std::vector<AtenTensorHandle> Model::Impl::invoke(std::vector<AtenTensorHandle>& inputs) {
   std::vector<AtenTensorHandle> outputs(output_names.size(), nullptr);
+  if (is_cpu(device)) note_cpu_run();
   ScopeGuard guard(scope);
   clear_last_error();
   target->take_runtime_error();  // an earlier caller's, not this run's
@@ -269,10 +365,11 @@ Model::~Model() {
   }
 }
 
-std::unique_ptr<Model> Model::load(const std::string& so_path, const std::string& weights_path,
-                                   const std::string& device) {
-  if (!fs::exists(so_path)) throw Error("model file '" + so_path + "' does not exist");
-  if (!fs::is_regular_file(so_path)) throw Error("model path '" + so_path + "' is not a file");
+std::unique_ptr<Model> Model::load(const std::string& requested_path,
+                                   const std::string& weights_path, const std::string& device) {
+  parse_device_abi(device);  // "invalid device 'cpu:1' ..." before anything is loaded
+  const std::string so_path = canonical_file(requested_path, "model file");
+  require_not_forked(so_path, device);
   runner::require_loadable(so_path, runner::check_model_symbols(so_path));
   enable_model_input_checks();
   if (is_cpu(device)) prefer_passive_openmp();  // before the library brings OpenMP in
@@ -287,7 +384,7 @@ std::unique_ptr<Model> Model::load(const std::string& so_path, const std::string
   m.path = so_path;
   m.device = device;
   m.target = &target;
-  m.library = runner::SharedLibrary(so_path);
+  m.library = runner::SharedLibrary::open(so_path);
   m.api = runner::ContainerApi::resolve(m.library);
   m.api.runtime_error = [&target] { return target.take_runtime_error(); };
   m.scope = create_scope("model " + fs::path(so_path).filename().string());
@@ -309,13 +406,15 @@ std::unique_ptr<Model> Model::load(const std::string& so_path, const std::string
 std::vector<AtenTensorHandle> Model::run(const std::vector<AtenTensorHandle>& inputs) {
   std::shared_lock<std::shared_mutex> lock(impl_->mutex);
   CurrentDevice on(*impl_->target);
-  std::vector<AtenTensorHandle> stolen = inputs;
-  if (impl_->closed || stolen.size() != impl_->input_names.size()) {
-    for (AtenTensorHandle h : stolen) delete_if_live(h);  // consumed on every path
+  if (impl_->closed || inputs.size() != impl_->input_names.size() ||
+      (is_cpu(impl_->device) && g_forked_after_cpu_run)) {
+    consume(inputs);  // consumed on every path
     impl_->require_open();
+    require_not_forked(impl_->path, impl_->device);
     throw Error("model '" + impl_->path + "' takes " + std::to_string(impl_->input_names.size()) +
-                " input(s), got " + std::to_string(stolen.size()));
+                " input(s), got " + std::to_string(inputs.size()));
   }
+  std::vector<AtenTensorHandle> stolen = adopt_inputs(inputs, impl_->scope, impl_->path);
   std::vector<AtenTensorHandle> slots = impl_->invoke(stolen);
 
   const uint64_t caller = current_scope_id();
@@ -341,6 +440,7 @@ std::vector<HostOutput> Model::run_host(const std::vector<HostInput>& inputs) {
   Impl& m = *impl_;
   CurrentDevice on(*m.target);
   m.require_open();
+  require_not_forked(m.path, m.device);
   if (inputs.size() != m.input_names.size()) {
     throw Error("model '" + m.path + "' takes " + std::to_string(m.input_names.size()) +
                 " input(s), got " + std::to_string(inputs.size()));

@@ -19,13 +19,18 @@
 #include "core/library_path.h"
 #include "core/device.h"
 #include "runner/container_api.h"
+#include "runner/content_digest.h"
 #include "runner/elf_symbols.h"
 
 namespace aotishim::runner {
 
 namespace {
 
-using FileId = std::tuple<dev_t, ino_t, int64_t, int64_t>;  // device, inode, mtime ns, size
+// What identifies a file's bytes without reading them: a write changes the
+// size, mtime or (not settable by users) ctime; a replacement changes the inode.
+using FileId = std::tuple<dev_t, ino_t, int64_t, int64_t, int64_t>;  // dev, inode, size, mtime, ctime
+
+int64_t nanoseconds(const struct timespec& t) { return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec; }
 
 FileId file_id(const std::string& path) {
   struct stat st {};
@@ -33,12 +38,12 @@ FileId file_id(const std::string& path) {
     throw Error("cannot read '" + path + "': " + std::strerror(errno));
   }
 #ifdef __APPLE__
-  const auto& mtime = st.st_mtimespec;
+  return {st.st_dev, st.st_ino, static_cast<int64_t>(st.st_size), nanoseconds(st.st_mtimespec),
+          nanoseconds(st.st_ctimespec)};
 #else
-  const auto& mtime = st.st_mtim;
+  return {st.st_dev, st.st_ino, static_cast<int64_t>(st.st_size), nanoseconds(st.st_mtim),
+          nanoseconds(st.st_ctim)};
 #endif
-  const int64_t mtime_ns = int64_t{mtime.tv_sec} * 1000000000 + mtime.tv_nsec;
-  return {st.st_dev, st.st_ino, mtime_ns, static_cast<int64_t>(st.st_size)};
 }
 
 // A private copy of `path` under a fresh name (removed once opened).
@@ -56,55 +61,66 @@ std::string private_copy(const std::string& path) {
   return pattern;
 }
 
+struct LibraryCache {
+  std::mutex mutex;
+  std::map<std::string, void*> by_digest;                      // content -> loaded library
+  std::map<FileId, std::string> digest_of;                      // files already hashed
+  std::map<std::string, std::string> opened_paths;              // path dlopen saw -> its content then
+  std::map<std::pair<dev_t, ino_t>, std::string> opened_files;  // inode dlopen saw -> content then
+};
+
+LibraryCache& cache() {
+  static LibraryCache* c = new LibraryCache();  // never destroyed: libraries stay loaded
+  return *c;
+}
+
 }  // namespace
 
-SharedLibrary::SharedLibrary(const std::string& path) : path_(path) {
-  // The loader hands back an already-loaded library for a path it has seen,
-  // even when the file there was replaced since (models compiled again into
-  // the same place; model libraries are often never unloaded). A changed
-  // file is therefore opened through a copy under a fresh name.
-  static std::mutex mutex;
-  static std::map<std::string, FileId> seen;
-  std::string open_path = path;
-  {
-    const FileId id = file_id(path);
-    std::error_code ec;
-    std::string key = std::filesystem::weakly_canonical(path, ec).string();
-    if (ec) key = path;
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = seen.find(key);
-    if (it == seen.end()) {
-      seen.emplace(key, id);
-    } else if (it->second != id) {
-      open_path = private_copy(path);
-    }
+SharedLibrary SharedLibrary::open(const std::string& path) {
+  LibraryCache& c = cache();
+  const FileId id = file_id(path);
+  // One load at a time: two threads loading the same new model must not
+  // both dlopen it.
+  std::lock_guard<std::mutex> lock(c.mutex);
+  auto known = c.digest_of.find(id);
+  const std::string digest = known != c.digest_of.end() ? known->second : file_sha256(path);
+  c.digest_of.emplace(id, digest);
+
+  SharedLibrary lib;
+  lib.digest_ = digest;
+  lib.path_ = path;
+  auto loaded = c.by_digest.find(digest);
+  if (loaded != c.by_digest.end()) {
+    lib.handle_ = loaded->second;
+    return lib;
   }
+  // The loader hands back an already-loaded library for a name or an inode
+  // it has seen, even when the file there was rewritten since (a model
+  // compiled again into the same place). New bytes behind a name or inode
+  // already opened are therefore opened through a copy under a fresh name.
+  const auto inode = std::make_pair(std::get<0>(id), std::get<1>(id));
+  std::string open_path = path;
+  if (c.opened_paths.count(path) || c.opened_files.count(inode)) open_path = private_copy(path);
   dlerror();
-  handle_ = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  const char* why = handle_ ? nullptr : dlerror();
+  void* handle = dlopen(open_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  const char* why = handle ? nullptr : dlerror();
   if (open_path != path) unlink(open_path.c_str());
-  if (!handle_) {
+  if (!handle) {
     throw Error("cannot load '" + path + "': " + (why ? why : "unknown dlopen error"));
   }
-}
-
-SharedLibrary::~SharedLibrary() {
-  if (handle_) dlclose(handle_);
-}
-
-SharedLibrary::SharedLibrary(SharedLibrary&& other) noexcept
-    : handle_(other.handle_), path_(std::move(other.path_)) {
-  other.handle_ = nullptr;
-}
-
-SharedLibrary& SharedLibrary::operator=(SharedLibrary&& other) noexcept {
-  if (this != &other) {
-    if (handle_) dlclose(handle_);
-    handle_ = other.handle_;
-    path_ = std::move(other.path_);
-    other.handle_ = nullptr;
+  if (open_path == path) {
+    c.opened_paths.emplace(path, digest);
+    c.opened_files.emplace(inode, digest);
   }
-  return *this;
+  c.by_digest.emplace(digest, handle);
+  lib.handle_ = handle;
+  return lib;
+}
+
+size_t loaded_library_count() {
+  LibraryCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.by_digest.size();
 }
 
 void* SharedLibrary::find(const char* name) const {

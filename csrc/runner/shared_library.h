@@ -6,26 +6,35 @@
 
 namespace aotishim::runner {
 
-// A dlopen'ed library, closed when the last owner lets go.
+// A model library, loaded once per content and kept for the life of the
+// process. Model libraries define GNU unique symbols, which make dlclose a
+// no-op, so unloading was never possible; what can be avoided is loading the
+// same model again: a later load of the same bytes (another path, a copy, a
+// fresh .pt2 extraction) reuses the library already loaded, so switching
+// between models never grows the process.
 class SharedLibrary {
  public:
   SharedLibrary() = default;
-  // dlopen(path, RTLD_NOW | RTLD_LOCAL); throws aotishim::Error with dlerror().
-  explicit SharedLibrary(const std::string& path);
-  ~SharedLibrary();
-  SharedLibrary(SharedLibrary&& other) noexcept;
-  SharedLibrary& operator=(SharedLibrary&& other) noexcept;
-  SharedLibrary(const SharedLibrary&) = delete;
-  SharedLibrary& operator=(const SharedLibrary&) = delete;
+  // `path` must be absolute and canonical (callers resolve it first: the
+  // loader matches libraries by the string it is given). Throws
+  // aotishim::Error with dlerror() when it cannot be loaded.
+  static SharedLibrary open(const std::string& path);
 
   // nullptr when the library does not define `name`.
   void* find(const char* name) const;
+  // The SHA-256 of the library's bytes.
+  const std::string& digest() const { return digest_; }
+  // The path this load asked for (the library may have come from another).
   const std::string& path() const { return path_; }
 
  private:
   void* handle_ = nullptr;
+  std::string digest_;
   std::string path_;
 };
+
+// Libraries held by the cache (diagnostics and tests).
+size_t loaded_library_count();
 
 // Re-opens libaotishim with RTLD_GLOBAL (Python loads extensions with
 // RTLD_LOCAL), so a model opened later resolves aoti_torch_* to us. Idempotent.

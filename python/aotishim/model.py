@@ -18,9 +18,11 @@ the model runs; without it the model's own input checks report them.
 from __future__ import annotations
 
 import shutil
+import stat
 import tempfile
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -129,10 +131,14 @@ class Model:
         Returns one tensor per output, owned by the caller (its current scope)
         and valid after the model is closed; delete them with ``shim.delete``.
         """
-        core = self._open_core()
+        # Not refused here when closed: the runner consumes the inputs on
+        # every path, a closed model's included, so none is left behind.
+        core = self._core
         try:
             handles = core.run_handles([t.handle for t in tensors])
         except ShimError as e:
+            if core.closed:
+                raise ModelError(f"{self.name} is closed") from None
             raise ModelError(str(e)) from None
         return tuple(shim.Tensor(h) if h else None for h in handles)
 
@@ -208,7 +214,8 @@ class Model:
 
     @property
     def path(self) -> Path:
-        """What was passed to :func:`load` (a ``.so`` or ``.pt2``)."""
+        """What was passed to :func:`load` (a ``.so`` or ``.pt2``), as an
+        absolute, canonical path: the file that was checked and loaded."""
         return self._source
 
     @property
@@ -295,9 +302,44 @@ def _to_numpy(data: np.ndarray, sizes: Sequence[int], code: int) -> np.ndarray:
     return data.view(numpy_dtype(code)).reshape(tuple(sizes))
 
 
+# Magic numbers of the library formats a package may hold (ELF; Mach-O, thin and fat).
+_LIBRARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+
+# Bounds on extracting a .pt2, checked before anything is written: a member
+# larger than RATIO_FREE_BYTES may expand at most MAX_EXPANSION_RATIO times
+# its compressed size (compiled code and weights compress a few times, a
+# crafted archive a thousand), and everything must fit in the free space of
+# the destination. zipfile itself stops at each member's declared size and
+# checks its CRC.
+MAX_EXPANSION_RATIO = 100
+RATIO_FREE_BYTES = 64 << 20
+_SUPPORTED_COMPRESSION = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2,
+                          zipfile.ZIP_LZMA)
+
+
 def _is_elf(path: Path) -> bool:
     with open(path, "rb") as f:
         return f.read(4) == b"\x7fELF"
+
+
+def _resolve_file(path: str | Path, what: str) -> Path:
+    """``path`` made absolute and canonical (symlinks, ``..``, the current
+    directory resolved), checked to be a regular file. The native loader
+    matches libraries by the path string and searches the library path for a
+    bare name; a canonical path names one file, the one checked here."""
+    given = Path(path)
+    try:
+        resolved = given.resolve(strict=True)
+        mode = resolved.stat().st_mode
+    except FileNotFoundError:
+        raise ModelError(f"no such {what}: '{given}' does not exist") from None
+    except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop
+        raise ModelError(f"cannot read {what} '{given}': {e}") from None
+    if stat.S_ISDIR(mode):
+        raise ModelError(f"{what} '{given}' is a directory, not a file")
+    if not stat.S_ISREG(mode):
+        raise ModelError(f"{what} '{given}' is not a regular file (a device, pipe or socket)")
+    return resolved
 
 
 def package_members(archive: zipfile.ZipFile) -> tuple[str, str | None]:
@@ -317,17 +359,60 @@ def package_members(archive: zipfile.ZipFile) -> tuple[str, str | None]:
     return so, (blob if blob in names else None)
 
 
+def _check_members(members: list[zipfile.ZipInfo], destination: Path) -> None:
+    """Refuses, before anything is written, members that cannot be read or
+    that would expand beyond the bounds above."""
+    for info in members:
+        if info.flag_bits & 0x1:
+            raise ModelError(f"member '{info.filename}' is encrypted, which is not supported")
+        if info.compress_type not in _SUPPORTED_COMPRESSION:
+            raise ModelError(f"member '{info.filename}' uses compression method "
+                             f"{info.compress_type}, which is not supported")
+        if (info.file_size > RATIO_FREE_BYTES
+                and info.file_size > MAX_EXPANSION_RATIO * max(info.compress_size, 1)):
+            raise ModelError(
+                f"member '{info.filename}' would expand from {info.compress_size} to "
+                f"{info.file_size} bytes, more than {MAX_EXPANSION_RATIO} times; refusing to "
+                "extract it")
+    needed = sum(info.file_size for info in members)
+    free = shutil.disk_usage(destination).free
+    if needed > free:
+        raise ModelError(f"extracting needs {needed} bytes but '{destination}' has {free} free")
+
+
+def _copy_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path,
+                 magic: tuple[bytes, ...] | None = None) -> None:
+    try:
+        with archive.open(info) as src, open(target, "wb") as dst:
+            head = src.read(4)
+            if magic is not None and head not in magic:
+                raise ModelError(f"member '{info.filename}' is not a compiled library "
+                                 f"(it starts with {head!r})")
+            dst.write(head)
+            shutil.copyfileobj(src, dst, 1 << 20)
+    except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError,
+            ValueError, OSError) as e:
+        # A corrupt member (bad CRC, truncated stream) or a full disk.
+        raise ModelError(f"member '{info.filename}' cannot be extracted: {e}") from None
+
+
 def extract_package(archive: zipfile.ZipFile, so_path: Path,
                     blob_path: Path | None = None) -> tuple[str, str | None]:
     """Writes the model ``.so`` of a ``.pt2`` archive to ``so_path`` and, when
     ``blob_path`` is given and the package has one, its weights blob there.
-    Returns the archive members (see :func:`package_members`)."""
+    Returns the archive members (see :func:`package_members`). Raises
+    :class:`ModelError` for a member that is encrypted, corrupt, compressed
+    in an unsupported way, not a library, or that would expand beyond the
+    limits (``MAX_EXPANSION_RATIO``, the destination's free space), checked
+    before anything is written."""
     so_member, blob_member = package_members(archive)
-    with archive.open(so_member) as src, open(so_path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
+    members = [archive.getinfo(so_member)]
     if blob_path is not None and blob_member is not None:
-        with archive.open(blob_member) as src, open(blob_path, "wb") as dst:
-            shutil.copyfileobj(src, dst)
+        members.append(archive.getinfo(blob_member))
+    _check_members(members, Path(so_path).parent)
+    _copy_member(archive, members[0], Path(so_path), _LIBRARY_MAGIC)
+    if len(members) > 1:
+        _copy_member(archive, members[1], Path(blob_path))
     return so_member, blob_member
 
 
@@ -335,17 +420,15 @@ def load(path: str | Path, *, weights: str | Path | None = None, device: str = "
     """Load a compiled model for ``device`` ("cpu", "cuda:0", ...).
 
     ``path`` is a model ``.so`` (weights found beside it unless ``weights`` is
-    given) or a ``.pt2`` package holding one. Raises :class:`ModelError` with
-    the reason: no such file, not a model, shims aotishim lacks (all named),
-    missing or truncated weights.
+    given) or a ``.pt2`` package holding one. Paths are resolved to absolute,
+    canonical ones first, so ``load("m.so")`` is ``./m.so``, never a library of
+    that name elsewhere. Raises :class:`ModelError` with the reason: no such
+    file, not a model, shims aotishim lacks (all named), missing or truncated
+    weights, an invalid device.
     """
-    source = Path(path)
-    if not source.exists():
-        raise ModelError(f"no such model file: '{source}'")
-    if source.is_dir():
-        raise ModelError(f"'{source}' is a directory; expected a model .so or .pt2 package")
-    if weights is not None and not Path(weights).is_file():
-        raise ModelError(f"weights file '{weights}' does not exist")
+    source = _resolve_file(path, "model file")
+    if weights is not None:
+        weights = _resolve_file(weights, "weights file")
     if zipfile.is_zipfile(source):
         return _load_package(source, weights, device)
     if source.suffix not in (".so", ".dylib") and not _is_elf(source):
@@ -367,18 +450,27 @@ def _load_library(so: Path, source: Path, weights: str | Path | None, device: st
 def _load_package(package: Path, weights: str | Path | None, device: str) -> Model:
     try:
         archive = zipfile.ZipFile(package)
-    except zipfile.BadZipFile as e:
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
         raise ModelError(f"'{package}' is not a readable .pt2 package: {e}") from None
+    # Extracted afresh each time: the runtime recognises a library it has
+    # loaded before by its bytes and reuses it, so loading a package again
+    # adds no code to the process; the files go once the model is loaded.
     with archive, tempfile.TemporaryDirectory(prefix="aotishim-pt2-") as tmp:
-        so = Path(tmp) / "model.so"
+        tmp_dir = Path(tmp).resolve()
+        so, blob = tmp_dir / "model.so", tmp_dir / "model.weights.blob"
         try:
-            _, blob_member = extract_package(
-                archive, so, Path(tmp) / "model.weights.blob" if weights is None else None)
+            so_member, blob_member = extract_package(
+                archive, so, blob if weights is None else None)
         except ModelError as e:
             raise ModelError(f"'{package}': {e}") from None
-        # Once loaded, the library is mapped and the weights copied into the
-        # model, so the extracted files can go with the temporary directory.
-        model = _load_library(so, package, weights, device)
+        try:
+            model = _load_library(so, package, weights, device)
+        except ModelError as e:
+            # Name the package, not files that are gone once this returns.
+            message = str(e).replace(str(so), f"{package}!{so_member}")
+            if blob_member is not None:
+                message = message.replace(str(blob), f"{package}!{blob_member}")
+            raise ModelError(message.replace(str(tmp_dir), f"{package}!")) from None
         if weights is None and blob_member is not None:
             model._weights_label = f"{package}!{blob_member}"
         return model

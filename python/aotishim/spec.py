@@ -93,6 +93,8 @@ def _bound(value: Any) -> int | None:
 def read_spec(path: Path) -> ModelSpec:
     """Parses a spec file; raises ValueError/KeyError/TypeError when it is not one."""
     data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, found {type(data).__name__}")
     if data.get("format") not in _READABLE:
         raise ValueError(f"unknown format {data.get('format')!r}")
     symbols = {str(k): Symbol(str(k), int(v["min"]), _bound(v.get("max")),

@@ -64,7 +64,12 @@ class AOTISHIM_API Model {
   // Loads a compiled model for `device` ("cpu", "cuda:0", ...). Checks the
   // model's imported shims first (all missing names in one error), creates
   // its container in a scope of its own and feeds it the weights blob (the
-  // file is validated against the size the model expects).
+  // file is validated against the size the model expects). Paths are made
+  // absolute and canonical first ("m.so" is the file in the current
+  // directory) and must be regular files. A library is loaded once per
+  // content (SHA-256) and kept: later loads of the same bytes reuse it.
+  // In a child forked after the parent ran CPU models under GNU OpenMP,
+  // loading or running on the cpu throws instead of hanging.
   static std::unique_ptr<Model> load(const std::string& so_path,
                                      const std::string& weights_path = "",
                                      const std::string& device = "cpu");
@@ -72,7 +77,8 @@ class AOTISHIM_API Model {
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
-  // Runs on handles. The inputs are consumed (deleted), also on failure. The
+  // Runs on handles. The inputs are consumed (deleted), also on failure; the
+  // model owns them for the run (one handle may fill several slots). The
   // result has one handle per output slot, each distinct and owned by the
   // caller (in the caller's current scope); outputs that borrow memory (a
   // constant, an input) are copies, so they outlive the model.
@@ -87,7 +93,7 @@ class AOTISHIM_API Model {
   std::vector<std::string> close();
   bool closed() const;
 
-  const std::string& path() const;
+  const std::string& path() const;  // absolute and canonical
   const std::string& weights_path() const;  // "" when the model has no weights
   const std::string& device() const;
   const std::vector<std::string>& input_names() const;
