@@ -181,7 +181,7 @@ def _fingerprint(module: torch.nn.Module, args: tuple, name: str, device: str) -
     for key, value in module.state_dict().items():
         h.update(key.encode())
         h.update(f"{value.dtype}{tuple(value.shape)}".encode())
-        h.update(value.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()
+        h.update(value.detach().cpu().reshape(-1).view(torch.uint8).numpy().tobytes()
                  if value.numel() else b"")
     return h.hexdigest()[:16]
 
