@@ -158,9 +158,11 @@ class Forward {
     w_ = reinterpret_cast<const S*>(a.weight.data());
     out_ = reinterpret_cast<S*>(a.out.data());
     R_ = g_.cin_g * g_.taps;
-    // Rows of unit-stride channels to copy: lay the column tile out as
-    // (P x R), channels fastest; otherwise (R x P), positions fastest.
-    rows_of_positions_ = g_.in_c == 1 && g_.cin_g > 1;
+    // Runs of unit-stride channels long enough to copy as blocks: lay the
+    // column tile out as (P x R), channels fastest; otherwise (R x P),
+    // positions fastest (also for a channels-last input with a few channels,
+    // such as an RGB stem, where per-position copies of 3 values cost more).
+    rows_of_positions_ = g_.in_c == 1 && g_.cin_g >= 8;
     bias_.assign(static_cast<size_t>(g_.Cout), T(0));
     if (a.has_bias) {
       const S* b = reinterpret_cast<const S*>(a.bias.data());
