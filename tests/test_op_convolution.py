@@ -157,6 +157,20 @@ def test_conv3d(layout, dtype):
              dilation=[1, 1, 2], groups=2, x_layout=layout, w_layout=layout, dtype=dtype)
 
 
+@pytest.mark.parametrize("case", [
+    # torch's CPU convolution returns channels-last 3-D output only where it
+    # runs oneDNN, which it skips for some small float32 problems.
+    ((1, 2, 3, 3, 3), (2, 2, 1, 1, 1)),
+    ((1, 2, 4, 4, 4), (3, 2, 2, 2, 2)),
+    ((1, 2, 4, 4, 4), (3, 2, 2, 4, 4)),
+    ((1, 8, 12, 16, 16), (3, 8, 2, 2, 2)),
+])
+def test_conv3d_small_problems_keep_torch_layout(case):
+    x, w = case
+    run_case(x, w, stride=[1, 1, 1], padding=[0, 0, 0], dilation=[1, 1, 1],
+             x_layout="channels_last", w_layout="contiguous")
+
+
 def test_device_generic_entry():
     run_case((1, 3, 8, 8), (4, 3, 3, 3), stride=[1, 1], padding=[1, 1], dilation=[1, 1],
              entry=None)

@@ -61,15 +61,27 @@ std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes) {
   return strides;
 }
 
+// Does torch 2.13 run this 3-D float32 convolution through oneDNN? Its size
+// heuristic (native code is faster on some small problems), assuming torch
+// runs more than one thread, as on any multi-core machine.
+bool torch_uses_onednn_3d(const ConvArgs& a) {
+  const auto& in = a.input.sizes;
+  const auto& k = a.weight.sizes;
+  const int64_t kw = k[k.size() - 1], kh = k[k.size() - 2];
+  const bool big = a.groups > 1 || (kw > 3 && kh > 3) || in[0] > 1 ||
+                   in[0] * in[1] * in[2] * in[3] > 20480;
+  return a.input.dtype == DType::Float32 && big;
+}
+
 // The layout torch's CPU convolution gives its output: channels-last for 2-D
 // when the input or the weight is channels-last (every backend torch picks on
-// the CPU agrees on this); for 3-D only through oneDNN, which torch uses for
-// float32; 1-D is always contiguous.
+// the CPU agrees on this); for 3-D only when torch picks oneDNN; 1-D is
+// always contiguous.
 bool output_channels_last(const ConvArgs& a) {
   const int64_t spatial = a.input.dim() - 2;
   const bool cl = strides_like_channels_last(a.input) || strides_like_channels_last(a.weight);
   if (spatial == 2) return cl;
-  if (spatial == 3) return cl && a.input.dtype == DType::Float32;
+  if (spatial == 3) return cl && torch_uses_onednn_3d(a);
   return false;
 }
 
