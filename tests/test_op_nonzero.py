@@ -55,3 +55,22 @@ def test_compiled_nonzero_matches_eager(model_cache):
 
     check_model(model_cache, "op_nonzero", Nonzero(),
                 (torch.randn(8, 8, generator=torch.Generator().manual_seed(0)),), rtol=0, atol=0)
+
+
+def test_ops_without_a_sim_kernel_say_so():
+    """The sim device has no kernels for these ops: a clear error, and the
+    outputs made before the kernel lookup are not leaked as handles."""
+    import numpy as np
+
+    import aotishim
+    from aotishim._core import ShimError
+
+    before = aotishim.memory_stats()["live_tensors"]
+    x = shim.from_numpy(np.ones((3, 4), np.float32), copy=True, device="sim")
+    for op, args, kernel in [("nonzero", (x,), "nonzero"), ("topk", (x, 1, 1, 1, 1), "topk"),
+                             ("sort_stable", (x, None, 0, 0), "sort")]:
+        with pytest.raises(ShimError, match=f"no {kernel} kernel for sim:0"):
+            shim.call_op(op, *args)
+    shim.delete(x)
+    aotishim.synchronize("sim")
+    assert aotishim.memory_stats()["live_tensors"] == before
