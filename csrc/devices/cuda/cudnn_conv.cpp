@@ -1,4 +1,4 @@
-// CudnnConv on cuDNN's convolution API. Tensors go to cuDNN in one memory
+// ConvArgs on cuDNN's convolution API (the cuda kernel of ops::conv). Tensors go to cuDNN in one memory
 // format, NCHW or NHWC (channels last): out's, when out is dense in one of
 // them, so the common cases copy nothing; inputs in another layout are packed
 // on the stream first. A transposed convolution is cuDNN's backward-data of
@@ -6,8 +6,6 @@
 // problem (cuDNN's heuristics) and remembered; its workspace comes from the
 // device's stream-ordered allocator. float32 runs without TF32, as torch's
 // convolutions do with allow_tf32 off.
-#include "devices/cuda/cudnn_conv.h"
-
 #include <climits>
 #include <map>
 #include <mutex>
@@ -17,6 +15,7 @@
 #include "devices/cuda/cuda_device.h"
 #include "devices/cuda/cuda_stream.h"
 #include "devices/cuda/cudnn_api.h"
+#include "ops/convolution.h"
 
 namespace aotishim {
 namespace cuda {
@@ -153,7 +152,7 @@ cudnn::Handle handle_for(int32_t device_index) {
 }
 
 std::string problem_key(int32_t device_index, const Tensor& x, const Tensor& w, const Tensor& y,
-                        const CudnnConv& c, bool channels_last) {
+                        const ConvArgs& c, bool channels_last) {
   return str(device_index, c.transposed ? " T " : " F ", dtype_name(x.dtype),
              channels_last ? " nhwc " : " nchw ", shape_string(x.sizes), shape_string(x.strides),
              shape_string(w.sizes), shape_string(y.sizes), shape_string(y.strides),
@@ -161,9 +160,7 @@ std::string problem_key(int32_t device_index, const Tensor& x, const Tensor& w, 
              c.groups);
 }
 
-}  // namespace
-
-void cudnn_convolution(CudaDevice& device, const CudnnConv& c) {
+void cudnn_convolution(CudaDevice& device, const ConvArgs& c) {
   const cudnn::Api& api = cudnn::api();  // a clear error here when cuDNN is missing
   if (c.out.numel() == 0) return;
   const int64_t spatial = c.input.dim() - 2;
@@ -286,12 +283,14 @@ void cudnn_convolution(CudaDevice& device, const CudnnConv& c) {
                    why.empty() ? " none offered" : why);
   }
 
-  if (c.bias != nullptr) {
+  if (c.has_bias) {
     // One value per output channel, broadcast by cuDNN over the rest.
-    Tensor b = *c.bias;
+    Tensor b = make_view(c.bias, {c.bias.numel()}, {c.bias.dim() > 0 ? c.bias.strides.back() : 1},
+                         c.bias.storage_offset);
     if (b.sizes[0] > 1 && b.strides[0] != 1) {
-      b = make_empty(device, c.bias->dtype, c.bias->sizes);
-      device.copy(b, *c.bias);
+      Tensor packed = make_empty(device, b.dtype, b.sizes);
+      device.copy(packed, b);
+      b = packed;
     }
     std::vector<int64_t> sizes(y.dim(), 1), bstrides(y.dim(), 1);
     sizes[1] = b.sizes[0];
@@ -307,6 +306,15 @@ void cudnn_convolution(CudaDevice& device, const CudnnConv& c) {
   }
   if (y.data() != out.data() || y.strides != out.strides) device.copy(out, y);
 }
+
+void conv_kernel(const ConvArgs& args) {
+  CudaDevice& device = static_cast<CudaDevice&>(args.out.device());
+  cudnn_convolution(device, args);
+}
+
+AOTISHIM_REGISTER_KERNEL(ops::conv, DeviceType::CUDA, conv_kernel);
+
+}  // namespace
 
 }  // namespace cuda
 }  // namespace aotishim

@@ -1,0 +1,218 @@
+// aten::convolution for every device: argument checks with torch's rules,
+// the output's shape and layout, then the device's conv kernel.
+//
+// The output layout matters beyond looks: AOTInductor plans the code after a
+// convolution from the strides torch's CPU convolution returns (channels-last
+// output for channels-last input or weight) and runs its own kernels on the
+// returned buffer by those strides, without asking for them again.
+#include "ops/convolution.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "core/handle_registry.h"
+#include "ops/fallback_ops.h"
+
+namespace aotishim {
+namespace {
+
+// torch's implicit memory format: are these strides "like channels-last"
+// (NHWC / NDHWC, dims ordered by stride C < W < H (< D) < N)? Ambiguous
+// layouts (a size-1 or stride-0 channel dim) count as contiguous, so that a
+// contiguous (N, 1, 1, 1) tensor is not taken for channels-last.
+bool strides_like_channels_last(const Tensor& t) {
+  const int64_t nd = t.dim();
+  if (nd != 4 && nd != 5) return false;
+  if (t.strides[1] == 0) return false;
+  // Dims from the fastest-varying in channels-last: C, then spatial from the
+  // last, then N.
+  std::vector<int64_t> order = {1};
+  for (int64_t d = nd - 1; d >= 2; --d) order.push_back(d);
+  order.push_back(0);
+  int64_t min = 0;
+  for (int64_t d : order) {
+    if (t.sizes[d] == 0) return false;
+    if (t.strides[d] < min) return false;
+    // N with the channel's own stride: (N, 1, 1, 1) contiguous, or a slice
+    // of it; the contiguous reading wins.
+    if (d == 0 && min == t.strides[1]) return false;
+    min = t.strides[d];
+    if (t.sizes[d] > 1) min *= t.sizes[d];
+  }
+  return true;
+}
+
+// Channels-last strides for sizes (N, C, *spatial).
+std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes) {
+  const size_t nd = sizes.size();
+  std::vector<int64_t> strides(nd);
+  int64_t step = 1;
+  strides[1] = step;
+  step *= std::max<int64_t>(sizes[1], 1);
+  for (size_t d = nd - 1; d >= 2; --d) {
+    strides[d] = step;
+    step *= std::max<int64_t>(sizes[d], 1);
+  }
+  strides[0] = step;
+  return strides;
+}
+
+// The layout torch's CPU convolution gives its output: channels-last for 2-D
+// when the input or the weight is channels-last (every backend torch picks on
+// the CPU agrees on this); for 3-D only through oneDNN, which torch uses for
+// float32; 1-D is always contiguous.
+bool output_channels_last(const ConvArgs& a) {
+  const int64_t spatial = a.input.dim() - 2;
+  const bool cl = strides_like_channels_last(a.input) || strides_like_channels_last(a.weight);
+  if (spatial == 2) return cl;
+  if (spatial == 3) return cl && a.input.dtype == DType::Float32;
+  return false;
+}
+
+// A list argument: one value for every spatial dim, or a single value for all
+// (as torch expands it).
+std::vector<int64_t> expand_list(const int64_t* values, int64_t len, const char* name,
+                                 int64_t spatial) {
+  AOTISHIM_CHECK(len >= 0 && (len == 0 || values != nullptr), name, " has ", len,
+                 " values but no array");
+  AOTISHIM_CHECK(len == 1 || len == spatial, "expected ", name,
+                 " to be a single integer value or a list of ", spatial,
+                 " values to match the convolution dimensions, but got ", name, "=",
+                 shape_string(std::vector<int64_t>(values, values + len)));
+  std::vector<int64_t> out(static_cast<size_t>(spatial));
+  for (int64_t d = 0; d < spatial; ++d) out[d] = values[len == 1 ? 0 : d];
+  return out;
+}
+
+bool conv_dtype(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::BFloat16;
+}
+
+}  // namespace
+
+namespace ops {
+
+Op<void(const ConvArgs&)> conv("convolution");
+
+void convolution(const OpCall& call, AtenTensorHandle input_h, AtenTensorHandle weight_h,
+                 AtenTensorHandle* bias_h, const int64_t* stride, int64_t stride_len,
+                 const int64_t* padding, int64_t padding_len, const int64_t* dilation,
+                 int64_t dilation_len, int32_t transposed, const int64_t* output_padding,
+                 int64_t output_padding_len, int64_t groups, AtenTensorHandle* ret0) {
+  AOTISHIM_CHECK(ret0 != nullptr, "ret0 is null: convolution needs somewhere to put its result");
+  auto input_p = call.tensor(input_h, "input"), weight_p = call.tensor(weight_h, "weight");
+  auto bias_p = call.optional_tensor(bias_h == nullptr ? nullptr : *bias_h, "bias");
+  ConvArgs a;
+  a.input = *input_p;
+  a.weight = *weight_p;
+  a.transposed = transposed != 0;
+  a.groups = groups;
+  const Tensor &input = a.input, &weight = a.weight;
+
+  const int64_t nd = input.dim();
+  AOTISHIM_CHECK(nd >= 3 && nd <= 5, "convolution supports 1-D, 2-D and 3-D convolutions of "
+                 "batched input (3-D to 5-D tensors), got a ", nd, "-D input of sizes ",
+                 shape_string(input.sizes));
+  AOTISHIM_CHECK(weight.dim() == nd, "expected ", nd, "-dimensional weight for ", nd,
+                 "-dimensional input ", shape_string(input.sizes), ", but got weight of sizes ",
+                 shape_string(weight.sizes));
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"weight", &weight},
+                                {"bias", bias_p.get()}}) {
+    if (t == nullptr) continue;
+    AOTISHIM_CHECK(&t->device() == &input.device(), "tensors are on different devices: input is on ",
+                   input.device().name(), " but ", name, " is on ", t->device().name());
+    AOTISHIM_CHECK(t->dtype == input.dtype, "dtype mismatch: input is ", dtype_name(input.dtype),
+                   " but ", name, " is ", dtype_name(t->dtype));
+  }
+  AOTISHIM_CHECK(conv_dtype(input.dtype), "unsupported dtype ", dtype_name(input.dtype),
+                 " (convolution supports float32, float64 and bfloat16)");
+
+  const int64_t spatial = nd - 2;
+  a.stride = expand_list(stride, stride_len, "stride", spatial);
+  a.padding = expand_list(padding, padding_len, "padding", spatial);
+  a.dilation = expand_list(dilation, dilation_len, "dilation", spatial);
+  a.output_padding = expand_list(output_padding, output_padding_len, "output_padding", spatial);
+  for (int64_t d = 0; d < spatial; ++d) {
+    AOTISHIM_CHECK(a.stride[d] > 0, "non-positive stride is not supported (stride=",
+                   shape_string(a.stride), ")");
+    AOTISHIM_CHECK(a.padding[d] >= 0, "negative padding is not supported (padding=",
+                   shape_string(a.padding), ")");
+    AOTISHIM_CHECK(a.dilation[d] > 0, "dilation should be greater than zero (dilation=",
+                   shape_string(a.dilation), ")");
+    AOTISHIM_CHECK(a.output_padding[d] >= 0, "negative output_padding is not supported (output_padding=",
+                   shape_string(a.output_padding), ")");
+    if (a.transposed) {
+      AOTISHIM_CHECK(a.output_padding[d] < a.stride[d] || a.output_padding[d] < a.dilation[d],
+                     "output padding must be smaller than either stride or dilation, but got "
+                     "output_padding=", shape_string(a.output_padding), ", stride=",
+                     shape_string(a.stride), ", dilation=", shape_string(a.dilation));
+    }  // a forward convolution ignores output_padding, as aten::convolution does
+  }
+  AOTISHIM_CHECK(groups > 0, "non-positive groups is not supported (groups=", groups, ")");
+
+  const int64_t N = input.sizes[0], Cin = input.sizes[1];
+  // torch returns an empty tensor of another shape here (no channels, not the
+  // bias): refuse rather than guess.
+  AOTISHIM_CHECK(Cin > 0, "input ", shape_string(input.sizes),
+                 " has no channels; convolution needs at least one");
+  int64_t Cout;
+  if (!a.transposed) {
+    Cout = weight.sizes[0];
+    AOTISHIM_CHECK(Cout % groups == 0, "given groups=", groups, ", expected weight to be divisible by ",
+                   groups, " at dimension 0, but got weight of sizes ", shape_string(weight.sizes));
+    AOTISHIM_CHECK(Cin == weight.sizes[1] * groups, "given groups=", groups, ", weight of sizes ",
+                   shape_string(weight.sizes), ", expected input ", shape_string(input.sizes),
+                   " to have ", weight.sizes[1] * groups, " channels, but got ", Cin, " channels");
+  } else {
+    AOTISHIM_CHECK(Cin == weight.sizes[0], "given transposed=1, weight of sizes ",
+                   shape_string(weight.sizes), ", expected input ", shape_string(input.sizes),
+                   " to have ", weight.sizes[0], " channels, but got ", Cin, " channels");
+    AOTISHIM_CHECK(Cin % groups == 0, "given groups=", groups, ", expected weight to be divisible by ",
+                   groups, " at dimension 0, but got weight of sizes ", shape_string(weight.sizes));
+    Cout = weight.sizes[1] * groups;
+  }
+  if (bias_p) {
+    AOTISHIM_CHECK(bias_p->dim() == 1 && bias_p->sizes[0] == Cout, "given weight of sizes ",
+                   shape_string(weight.sizes), ", expected bias to be 1-dimensional with ", Cout,
+                   " elements, but got bias of sizes ", shape_string(bias_p->sizes));
+    a.has_bias = true;
+    a.bias = *bias_p;
+  }
+
+  std::vector<int64_t> out_sizes = {N, Cout};
+  for (int64_t d = 0; d < spatial; ++d) {
+    const int64_t in = input.sizes[2 + d], k = weight.sizes[2 + d];
+    AOTISHIM_CHECK(k > 0, "weight of sizes ", shape_string(weight.sizes),
+                   " has an empty kernel dimension");
+    const int64_t span = a.dilation[d] * (k - 1) + 1;  // the kernel's reach
+    int64_t o;
+    if (!a.transposed) {
+      const int64_t padded = in + 2 * a.padding[d];
+      AOTISHIM_CHECK(padded >= span, "calculated padded input size per channel: ", padded,
+                     " (input ", shape_string(input.sizes), ", padding ", shape_string(a.padding),
+                     "); kernel size (with dilation): ", span,
+                     "; the kernel size can't be greater than the actual input size");
+      o = (padded - span) / a.stride[d] + 1;
+    } else {
+      o = (in - 1) * a.stride[d] - 2 * a.padding[d] + span + a.output_padding[d];
+    }
+    AOTISHIM_CHECK(o > 0, "given input of sizes ", shape_string(input.sizes),
+                   ", the calculated output size along spatial dim ", d, " is ", o,
+                   ", which is too small");
+    out_sizes.push_back(o);
+  }
+
+  Device& device = input.device();
+  a.out = make_empty(device, input.dtype, out_sizes,
+                     output_channels_last(a) ? channels_last_strides(out_sizes)
+                                             : std::vector<int64_t>{});
+  if (a.out.numel() > 0) ops::conv.run(device, a);
+  *ret0 = register_tensor(a.out);
+}
+
+}  // namespace ops
+}  // namespace aotishim
