@@ -131,6 +131,14 @@ if has test; then
   timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_models.py -v -p no:cacheprovider \
     -rs > "$OUT/pytest_models.log" 2>&1 || status=1
   tail -3 "$OUT/pytest_models.log"
+  # The fallback ops against torch (attention, convolution, topk, nonzero),
+  # then the zoo models that need them.
+  timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_ops.py -v -p no:cacheprovider \
+    -rs > "$OUT/pytest_ops.log" 2>&1 || status=1
+  tail -3 "$OUT/pytest_ops.log"
+  timeout "${TIMEOUT_ZOO:-600}" $PY -m pytest tests/gpu/test_cuda_zoo.py -v -s -p no:cacheprovider \
+    -rs > "$OUT/pytest_zoo.log" 2>&1 || status=1
+  tail -3 "$OUT/pytest_zoo.log"
 fi
 
 if has bench; then

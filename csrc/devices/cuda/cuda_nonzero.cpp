@@ -3,6 +3,7 @@
 // size depends on it) and a kernel turns positions into coordinates.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.h"
@@ -11,13 +12,14 @@
 #include "devices/cuda/cuda_select.h"
 #include "devices/cuda/cuda_stream.h"
 #include "devices/cuda/select_kernels.h"
+#include "ops/nonzero.h"
 
 namespace aotishim {
 namespace cuda {
 
 Tensor cuda_nonzero(CudaDevice& device, const Tensor& self) {
   const int64_t ndim = self.dim(), numel = self.numel();
-  if (numel == 0) return make_empty(device, DType::Int64, {0, ndim});
+  if (numel == 0) return make_empty(device, DType::Int64, {0, ndim}, {1, 1});
   DeviceScope on(device.index());
   Tensor data = self;
   if (!self.is_contiguous()) {
@@ -42,11 +44,19 @@ Tensor cuda_nonzero(CudaDevice& device, const Tensor& self) {
   AOTISHIM_CUDA_CHECK(cudaStreamSynchronize(stream));
   AOTISHIM_CHECK(found >= 0 && found <= numel, "cuda nonzero: count ", found,
                  " out of range for ", numel, " elements");
-  Tensor out = make_empty(device, DType::Int64, {found, ndim});
+  // torch's layout: (found, ndim) with strides (1, found).
+  Tensor by_dim = make_empty(device, DType::Int64, {ndim, found});
   launch_unravel(reinterpret_cast<const int64_t*>(positions.data()), found, self.sizes.data(),
-                 static_cast<int>(ndim), reinterpret_cast<int64_t*>(out.data()), stream);
-  return out;
+                 static_cast<int>(ndim), reinterpret_cast<int64_t*>(by_dim.data()), stream);
+  return make_view(by_dim, {found, ndim}, {1, std::max<int64_t>(found, 1)}, 0);
 }
+
+namespace {
+void nonzero_kernel(NonzeroArgs& args) {
+  args.out = cuda_nonzero(static_cast<CudaDevice&>(args.self.device()), args.self);
+}
+AOTISHIM_REGISTER_KERNEL(ops::nonzero_kernel, DeviceType::CUDA, nonzero_kernel);
+}  // namespace
 
 }  // namespace cuda
 }  // namespace aotishim

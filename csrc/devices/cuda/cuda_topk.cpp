@@ -9,6 +9,7 @@
 #include "devices/cuda/cuda_select.h"
 #include "devices/cuda/cuda_stream.h"
 #include "devices/cuda/select_kernels.h"
+#include "ops/sorting.h"
 
 namespace aotishim {
 namespace cuda {
@@ -70,6 +71,15 @@ void cuda_topk(CudaDevice& device, const Tensor& self_in, int64_t k, int64_t dim
   device.copy(dim_last(indices, dim), make_view(order, first_k, row_strides, 0));
   // scratch is released here: stream-ordered, after the sort has run.
 }
+
+namespace {
+// Always sorted: an order is a valid answer for sorted=false too.
+void topk_kernel(const TopkArgs& a) {
+  cuda_topk(static_cast<CudaDevice&>(a.self.device()), a.self, a.k, a.dim, a.largest, a.values,
+            a.indices);
+}
+AOTISHIM_REGISTER_KERNEL(ops::topk_kernel, DeviceType::CUDA, topk_kernel);
+}  // namespace
 
 }  // namespace cuda
 }  // namespace aotishim

@@ -130,7 +130,7 @@ __global__ void unravel_kernel(const int64_t* positions, int64_t count, UnravelS
        i += step) {
     int64_t p = positions[i];
     for (int d = s.ndim - 1; d >= 0; --d) {
-      out[i * s.ndim + d] = p % s.sizes[d];
+      out[d * count + i] = p % s.sizes[d];
       p /= s.sizes[d];
     }
   }

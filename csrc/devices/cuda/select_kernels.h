@@ -30,8 +30,9 @@ void launch_nonzero_positions(DType dtype, const void* data, int64_t numel,
                               int64_t* positions_out, int64_t* count_out,
                               const Scratch& scratch, cudaStream_t stream);
 
-// out[i, d] = the d-th coordinate (over `sizes`, row-major) of positions[i],
-// for i < count; out is (count, ndim) contiguous int64.
+// out[d, i] = the d-th coordinate (over `sizes`, row-major) of positions[i],
+// for i < count; out is (ndim, count) contiguous int64 (torch's nonzero
+// result is its transpose).
 void launch_unravel(const int64_t* positions, int64_t count, const int64_t* sizes, int ndim,
                     int64_t* out, cudaStream_t stream);
 

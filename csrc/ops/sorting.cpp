@@ -1,0 +1,64 @@
+// topk / sort validation: dims as torch wraps them, k in range, outputs
+// allocated contiguous on self's device (the layout AOTInductor's generated
+// code assumes for these ops).
+#include "ops/sorting.h"
+
+#include "core/device.h"
+#include "core/error.h"
+#include "core/handle_registry.h"
+#include "ops/dims.h"
+#include "ops/fallback_ops.h"
+
+namespace aotishim {
+namespace ops {
+
+Op<void(const TopkArgs&)> topk_kernel("topk");
+Op<void(const SortArgs&)> sort_kernel("sort");
+
+void topk(const OpCall& call, AtenTensorHandle self_h, int64_t k, int64_t dim, int32_t largest,
+          int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
+  require_out(ret0, "ret0");
+  require_out(ret1, "ret1");
+  auto self_p = call.tensor(self_h, "self");
+  const Tensor& self = *self_p;
+  AOTISHIM_CHECK(self.dtype != DType::Bool, "topk: bool tensors are not supported");
+  TopkArgs args;
+  args.self = self;
+  args.dim = wrap_dim(dim, self.dim(), "topk");
+  const int64_t n = size_at(self.sizes, args.dim);
+  AOTISHIM_CHECK(k >= 0 && k <= n, "topk: selected index k out of range (k = ", k,
+                 ", dimension ", args.dim, " has size ", n, ")");
+  args.k = self.dim() == 0 ? 1 : k;  // torch: a 0-d self comes back whole for k = 0 too
+  args.largest = largest != 0;
+  args.sorted = sorted != 0;
+  std::vector<int64_t> out_sizes = self.sizes;
+  if (!out_sizes.empty()) out_sizes[args.dim] = k;
+  Device& device = self.device();
+  args.values = make_empty(device, self.dtype, out_sizes);
+  args.indices = make_empty(device, DType::Int64, out_sizes);
+  if (args.values.numel() > 0) topk_kernel.run(device, args);
+  *ret0 = register_tensor(args.values);
+  *ret1 = register_tensor(args.indices);
+}
+
+void sort_stable(const OpCall& call, AtenTensorHandle self_h, int32_t* stable, int64_t dim,
+                 int32_t descending, AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
+  require_out(ret0, "ret0");
+  require_out(ret1, "ret1");
+  auto self_p = call.tensor(self_h, "self");
+  const Tensor& self = *self_p;
+  SortArgs args;
+  args.self = self;
+  args.dim = wrap_dim(dim, self.dim(), "sort");
+  args.descending = descending != 0;
+  args.stable = stable != nullptr && *stable != 0;
+  Device& device = self.device();
+  args.values = make_empty(device, self.dtype, self.sizes);
+  args.indices = make_empty(device, DType::Int64, self.sizes);
+  if (self.numel() > 0) sort_kernel.run(device, args);
+  *ret0 = register_tensor(args.values);
+  *ret1 = register_tensor(args.indices);
+}
+
+}  // namespace ops
+}  // namespace aotishim

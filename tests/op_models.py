@@ -1,0 +1,103 @@
+"""Small real models whose compiled code calls the index, sort and recurrent
+fallback ops, and one check that runs a model through aotishim.load against
+eager. Compiled once into the test-model cache (conftest's model_cache)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import aotishim
+from aotishim import ModelError, export
+from models import to_numpy
+
+
+class TopkSort(nn.Module):
+    def forward(self, x):
+        v, i = torch.topk(x, 5, dim=-1)
+        s, si = torch.sort(x, dim=-1, descending=True)
+        return v, i, s, si, torch.argmax(x, dim=-1)
+
+
+class Searchsorted(nn.Module):
+    def forward(self, s, v):
+        return torch.searchsorted(s, v)
+
+
+class SearchsortedRight2d(nn.Module):
+    """N-D boundaries, side="right", int32 output, through a sorter."""
+
+    def forward(self, s, v):
+        order = torch.argsort(s, dim=-1)
+        return torch.searchsorted(s, v, side="right", out_int32=True, sorter=order)
+
+
+class Nonzero(nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x > 0)
+
+
+class IndexOps(nn.Module):
+    def forward(self, x, idx, gidx):
+        a = torch.index_select(x, 0, idx)
+        b = torch.gather(x, 1, gidx)
+        c = torch.zeros_like(x).scatter(1, gidx, b)
+        d = torch.zeros(8, 16).scatter_add(0, gidx[:8] % 8, x[:8])
+        return a, b, c, d
+
+
+class ScatterReduceMean(nn.Module):
+    """Every reduction with and without self, into a computed buffer."""
+
+    def forward(self, x, idx, src):
+        base = x * 2
+        return tuple(base.scatter_reduce(0, idx, src, r, include_self=s)
+                     for r in ("sum", "prod", "mean", "amax", "amin") for s in (True, False))
+
+
+class Lstm(nn.Module):
+    def __init__(self, batch_first: bool, bidirectional: bool, layers: int = 2):
+        super().__init__()
+        self.lstm = nn.LSTM(32 if batch_first else 16, 64 if batch_first else 24, num_layers=layers,
+                            batch_first=batch_first, bidirectional=bidirectional)
+
+    def forward(self, x):
+        out, (h, c) = self.lstm(x)
+        return out, h, c
+
+
+def check_model(model_cache: Path, name: str, module: nn.Module, args: tuple, *,
+                rtol: float = 1e-5, atol: float = 1e-5) -> float:
+    """Compile (cached), load, run, compare every output with eager (shape,
+    dtype, values) and close with no leaks; returns the max abs error."""
+    module = module.eval()
+    so = export.compile_cached(module, args, model_cache, name=name)
+    with torch.no_grad():
+        expected = module(*args)
+    if isinstance(expected, torch.Tensor):
+        expected = (expected,)
+    try:
+        model = aotishim.load(so)
+    except ModelError as e:
+        missing = str(e).rsplit(":", 1)[-1].strip()
+        if missing == "aoti_torch_check":  # implemented separately
+            pytest.skip(f"{name} also needs aoti_torch_check")
+        raise
+    worst = 0.0
+    try:
+        outputs = model.run(*[to_numpy(a) for a in args])
+        assert len(outputs) == len(expected)
+        for i, (got, want) in enumerate(zip(outputs, expected)):
+            want = to_numpy(want)
+            assert got.shape == want.shape, (name, i, got.shape, want.shape)
+            assert got.dtype == want.dtype, (name, i, got.dtype, want.dtype)
+            g, w = got.astype(np.float64), want.astype(np.float64)
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"{name} output {i}")
+            worst = max(worst, float(np.max(np.abs(g - w))) if g.size else 0.0)
+    finally:
+        assert model.close() == []
+    return worst
