@@ -28,11 +28,11 @@ struct Tensor {
   Device& device() const { return storage->device(); }
   size_t itemsize() const { return element_size(dtype); }
   int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
-  int64_t numel() const;
+  AOTISHIM_API int64_t numel() const;
   // storage data + storage_offset * itemsize (what aoti_torch_get_data_ptr returns)
   AOTISHIM_API char* data() const;
   size_t byte_offset() const { return static_cast<size_t>(storage_offset) * itemsize(); }
-  bool is_contiguous() const;
+  AOTISHIM_API bool is_contiguous() const;
   // Every element at its own address with no gaps, in some dimension order
   // (a dense permutation, e.g. a transpose of a contiguous tensor).
   bool is_non_overlapping_and_dense() const;
@@ -40,10 +40,10 @@ struct Tensor {
   AOTISHIM_API size_t extent_bytes() const;
 };
 
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+AOTISHIM_API std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
 
 // "[2, 3]": sizes or strides in error messages.
-std::string shape_string(const std::vector<int64_t>& dims);
+AOTISHIM_API std::string shape_string(const std::vector<int64_t>& dims);
 
 // Validates sizes/strides (non-negative, no overflow) and returns the extent in
 // elements: 1 + sum((size-1)*stride), or 0 for an empty tensor.
@@ -68,7 +68,7 @@ Tensor borrowed_tensor(Device& device, void* data, int64_t ndim, const int64_t* 
 void check_in_bounds(const Tensor& t);
 
 // A view of `base`'s storage with other geometry (bounds-checked).
-Tensor make_view(const Tensor& base, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+AOTISHIM_API Tensor make_view(const Tensor& base, std::vector<int64_t> sizes, std::vector<int64_t> strides,
                  int64_t storage_offset);
 
 // A fresh contiguous tensor on `device`.

@@ -7,7 +7,9 @@ wrappers call the exported entry points (``aotishim_<op>`` for any device,
 follow torch's generated shims:
 
 - ``AtenTensorHandle x``: a tensor (``shim.Tensor`` or a handle int);
-- ``AtenTensorHandle* retN``: an output the op creates; returned;
+- ``AtenTensorHandle* retN``: an output the op creates; returned (``None`` when
+  the op leaves it empty, as torch's ``None`` outputs);
+- ``int64_t* retN`` (any scalar type): a scalar output; returned as a number;
 - ``AtenTensorHandle* x`` (other names): an optional tensor, ``None`` for absent;
 - ``const int64_t* x, int64_t x_len_``: a list of ints (the length is implied);
 - ``double* x`` / ``int64_t* x``: an optional scalar, ``None`` for absent;
@@ -69,7 +71,9 @@ class FallbackOp:
 
     @staticmethod
     def _is_output(p: Param) -> bool:
-        return p.ctype == "AtenTensorHandle*" and p.name.startswith("ret")
+        if not re.fullmatch(r"ret\d+", p.name):
+            return False
+        return p.ctype == "AtenTensorHandle*" or (p.ctype.endswith("*") and p.ctype[:-1] in _SCALARS)
 
     def _function(self, entry: str | None):
         symbol = f"aotishim_{self.name}" if entry is None else f"aoti_torch_{entry}_{self.name}"
@@ -96,12 +100,12 @@ class FallbackOp:
             raise _core.ShimError(_core.last_error())
         from .shim import Tensor  # shim imports this module
 
-        results = tuple(Tensor(o.value or 0) for o in outputs)
+        results = tuple(_result(o, Tensor) for o in outputs)
         return results[0] if len(results) == 1 else (results or None)
 
     def _convert(self, p: Param, given: dict, outputs: list, keep: list):
         if self._is_output(p):
-            slot = ctypes.c_void_p(0)
+            slot = ctypes.c_void_p(0) if p.ctype == "AtenTensorHandle*" else _SCALARS[p.ctype[:-1]](0)
             outputs.append(slot)
             return ctypes.byref(slot)
         if p.name.endswith("_len_"):
@@ -140,6 +144,12 @@ class FallbackOp:
             return _SCALARS[p.ctype](value)
         raise TypeError(f"{self.name}: parameter {p.name} has a type ({p.ctype}) "
                         "the Python wrappers do not handle")
+
+
+def _result(slot, tensor_type):
+    if isinstance(slot, ctypes.c_void_p):
+        return tensor_type(slot.value) if slot.value else None
+    return slot.value
 
 
 def _handle(value) -> int:

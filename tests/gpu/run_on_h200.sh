@@ -135,6 +135,14 @@ if has test; then
   timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_multi_gpu.py \
     tests/gpu/test_cuda_errors.py -v -p no:cacheprovider -rs > "$OUT/pytest_multi.log" 2>&1 || status=1
   tail -3 "$OUT/pytest_multi.log"
+  # The fallback ops against torch (attention, convolution, topk, nonzero),
+  # then the zoo models that need them.
+  timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_ops.py -v -p no:cacheprovider \
+    -rs > "$OUT/pytest_ops.log" 2>&1 || status=1
+  tail -3 "$OUT/pytest_ops.log"
+  timeout "${TIMEOUT_ZOO:-600}" $PY -m pytest tests/gpu/test_cuda_zoo.py -v -s -p no:cacheprovider \
+    -rs > "$OUT/pytest_zoo.log" 2>&1 || status=1
+  tail -3 "$OUT/pytest_zoo.log"
 fi
 
 if has bench; then
