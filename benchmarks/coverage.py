@@ -6,7 +6,11 @@ For every model of :mod:`aotishim.zoo.real` (or ``--models a,b``):
    one exported program twice with AOTInductor: for aotishim (the configs of
    :func:`aotishim.export.inductor_configs`: no libtorch, weights in a blob)
    and the usual way for torch's own runner. Both are cached under
-   ``--cache`` by model, torch version, device and the model's source;
+   ``--cache`` by model, torch version, device, thread count and the
+   model's source. Inductor plans its kernels' parallel loops by torch's
+   thread count at compile time (with one thread: no OpenMP at all) and
+   picks some lowerings by it (a scatter-add becomes a fallback call only
+   with several threads), so ``--threads`` applies to compiling too;
 2. run it on aotishim in a fresh process: the shims it lacks (what
    ``python -m aotishim info`` lists), whether it loads, the largest error
    against eager over every input set, tensors left alive after close, and
@@ -20,6 +24,7 @@ completes. Errors are relative to the output's scale (max |eager|): float32
 passes at 1e-4, bfloat16 at 2e-2; integer outputs must match exactly.
 
     python benchmarks/coverage.py [--models a,b] [--repeat 50] [--out table.md] [--json r.json]
+    python benchmarks/coverage.py --merge part1.json part2.json   # one table from several runs
 """
 
 from __future__ import annotations
@@ -90,14 +95,17 @@ def max_error(outputs, expected) -> float:
     return worst
 
 
-def median_ms(call, repeat: int, warmup: int = 3) -> float:
+def median_ms(call, repeat: int, warmup: int = 2, budget_s: float = 5.0) -> float:
+    """Median over ``repeat`` calls, or fewer (at least 3) once ``budget_s``
+    is spent: some models take seconds per call in eager bfloat16."""
+    started = time.perf_counter()
     for _ in range(warmup):
         call()
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
+    times: list[float] = []
+    while len(times) < repeat and (len(times) < 3 or time.perf_counter() - started < budget_s):
+        t = time.perf_counter()
         call()
-        times.append(time.perf_counter() - started)
+        times.append(time.perf_counter() - t)
     return statistics.median(times) * 1e3
 
 
@@ -170,8 +178,10 @@ def cache_key(name: str) -> str:
     from aotishim.zoo import real
 
     h = hashlib.sha256()
-    h.update(f"{name}|{torch.__version__}|cpu|{sorted(export.inductor_configs('cpu').items())}"
-             .encode())
+    # Inductor plans parallel loops and some lowerings by torch's thread
+    # count: models compiled for other counts differ.
+    h.update(f"{name}|{torch.__version__}|cpu|{torch.get_num_threads()} threads|"
+             f"{sorted(export.inductor_configs('cpu').items())}".encode())
     h.update(inspect.getsource(real._BUILDERS[name][0]).encode())
     return h.hexdigest()[:12]
 
@@ -328,8 +338,17 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="raw results")
     parser.add_argument("--no-torch-aoti", action="store_true",
                         help="skip torch's own runner (faster)")
+    parser.add_argument("--merge", nargs="+", type=Path, metavar="JSON",
+                        help="only print the table of earlier --json results (runs nothing)")
     ns = parser.parse_args()
 
+    if ns.merge:
+        rows = [row for path in ns.merge for row in json.loads(path.read_text())]
+        text = table(rows) + "\n\n" + summary(rows) + "\n"
+        print(text)
+        if ns.out:
+            ns.out.write_text(text)
+        return 0
     sys.path.insert(0, str(ROOT / "python"))
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(ns.cache / "inductor"))
     import torch
@@ -349,13 +368,13 @@ def main() -> int:
         rows.append(row)
         print(f"{name}: {time.perf_counter() - started:.0f} s {json.dumps(row)}",
               file=sys.stderr, flush=True)
+        if ns.json:  # after every model: a stopped run keeps what it measured
+            ns.json.write_text(json.dumps(rows, indent=1))
     text = f"{machine()}, {ns.threads} threads, median of {ns.repeat} calls\n\n"
     text += table(rows) + "\n\n" + summary(rows) + "\n"
     print(text)
     if ns.out:
         ns.out.write_text(text)
-    if ns.json:
-        ns.json.write_text(json.dumps(rows, indent=1))
     return 0
 
 
