@@ -186,41 +186,59 @@ def cache_key(name: str) -> str:
     return h.hexdigest()[:12]
 
 
-def compile_model(zm, directory: Path) -> dict:
-    """Exports ``zm`` and compiles it for aotishim (``aotishim.so`` + blob,
-    and the package kept for its generated source) and for torch's runner
-    (``torch.pt2``); returns compile seconds, 0 when cached."""
+class Compiler:
+    """Exports a zoo model once, on first need, and compiles it for aotishim
+    (``aotishim.so`` + blob, with the package kept for its generated source)
+    or for torch's runner (``torch.pt2``); a file already there is reused."""
+
+    def __init__(self, zm, directory: Path) -> None:
+        self.zm, self.directory, self._ep = zm, directory, None
+        self.seconds = 0.0
+
+    def _exported(self):
+        import torch
+
+        if self._ep is None:
+            self._ep = torch.export.export(self.zm.module, self.zm.args,
+                                           dynamic_shapes=self.zm.dynamic_shapes)
+        return self._ep
+
+    def aotishim(self) -> Path:
+        import torch
+
+        from aotishim import export
+        from aotishim.model import extract_package
+
+        so = self.directory / "aotishim.so"
+        if not so.exists():
+            started = time.perf_counter()
+            self.directory.mkdir(parents=True, exist_ok=True)
+            package = torch._inductor.aoti_compile_and_package(
+                self._exported(), package_path=str(self.directory / "aotishim.pt2"),
+                inductor_configs=export.inductor_configs("cpu"))
+            with zipfile.ZipFile(package) as archive:
+                extract_package(archive, self.directory / "aotishim.tmp.so",
+                                self.directory / "aotishim.weights.blob")
+            os.replace(self.directory / "aotishim.tmp.so", so)  # last: it marks completion
+            self.seconds += time.perf_counter() - started
+        return so
+
+    def torch(self) -> Path:
+        import torch
+
+        pt2 = self.directory / "torch.pt2"
+        if not pt2.exists():
+            started = time.perf_counter()
+            tmp = self.directory / "torch.tmp.pt2"
+            torch._inductor.aoti_compile_and_package(self._exported(), package_path=str(tmp))
+            os.replace(tmp, pt2)
+            self.seconds += time.perf_counter() - started
+        return pt2
+
+
+def expected_outputs(zm, directory: Path, repeat: int) -> float:
+    """Writes the inputs and eager's outputs for every input set; returns eager's ms per call."""
     import torch
-
-    from aotishim import export
-    from aotishim.model import extract_package
-
-    so, theirs = directory / "aotishim.so", directory / "torch.pt2"
-    if so.exists() and theirs.exists():
-        return {"compile_s": 0.0}
-    directory.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    ep = torch.export.export(zm.module, zm.args, dynamic_shapes=zm.dynamic_shapes)
-    ours = torch._inductor.aoti_compile_and_package(
-        ep, package_path=str(directory / "aotishim.pt2"),
-        inductor_configs=export.inductor_configs("cpu"))
-    with zipfile.ZipFile(ours) as archive:
-        extract_package(archive, directory / "aotishim.tmp.so", directory / "aotishim.weights.blob")
-    torch._inductor.aoti_compile_and_package(ep, package_path=str(theirs))
-    os.replace(directory / "aotishim.tmp.so", so)  # last: its presence means complete
-    return {"compile_s": time.perf_counter() - started}
-
-
-def prepare(name: str, cache: Path, repeat: int) -> tuple[dict, Path]:
-    """Builds, compiles (cached) and times eager; writes inputs and expected outputs."""
-    import torch
-
-    from aotishim.zoo import real
-
-    zm = real.build(name)
-    directory = cache / f"{name}-{cache_key(name)}"
-    row = {"family": zm.family, "dtype": zm.dtype}
-    row.update(compile_model(zm, directory))
 
     def numpy(t: torch.Tensor) -> np.ndarray:
         t = t.detach().contiguous()
@@ -232,23 +250,38 @@ def prepare(name: str, cache: Path, repeat: int) -> tuple[dict, Path]:
     with torch.no_grad():
         expected = [[numpy(o) for o in torch.utils._pytree.tree_leaves(zm.module(*x))]
                     for x in zm.input_sets()]
-        row["eager_ms"] = median_ms(lambda: zm.module(*zm.args), repeat)
+        eager_ms = median_ms(lambda: zm.module(*zm.args), repeat)
     save_arrays(directory / "inputs.npz", [[numpy(a) for a in x] for x in zm.input_sets()])
     save_arrays(directory / "expected.npz", expected)
-    return row, directory
+    return eager_ms
 
 
-def measure(name: str, cache: Path, repeat: int, threads: int, with_torch: bool) -> dict:
+def measure(name: str, cache: Path, repeat: int, threads: int, torch_runner: str) -> dict:
+    """One model's row. ``torch_runner``: time torch's runner for "all"
+    models, only those aotishim "loaded" (saves half the compiling), or "none"."""
+    from aotishim.zoo import real
+
     row: dict = {"model": name}
+    step = "build"
     try:
-        info, directory = prepare(name, cache, repeat)
-        row.update(info)
+        zm = real.build(name)
+        row.update(family=zm.family, dtype=zm.dtype)
+        compiler = Compiler(zm, cache / f"{name}-{cache_key(name)}")
+        step = "compile"
+        so = compiler.aotishim()
+        step = "eager"
+        row["eager_ms"] = expected_outputs(zm, compiler.directory, repeat)
+        row["aotishim"] = run_worker("aotishim", so, compiler.directory, repeat, threads)
+        wanted = torch_runner == "all" or (torch_runner == "loaded" and (
+            row["aotishim"].get("loaded") or (compiler.directory / "torch.pt2").exists()))
+        if wanted:  # with "loaded", also where torch's package is already compiled
+            step = "torch_compile"
+            pt2 = compiler.torch()
+            row["torch"] = run_worker("torch", pt2, compiler.directory, repeat, threads)
+        row["compile_s"] = compiler.seconds
     except Exception as e:  # noqa: BLE001 - one model's failure is one row
-        row["compile_error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
-        return row
-    row["aotishim"] = run_worker("aotishim", directory / "aotishim.so", directory, repeat, threads)
-    if with_torch:
-        row["torch"] = run_worker("torch", directory / "torch.pt2", directory, repeat, threads)
+        message = (str(e).strip().splitlines() or [""])[0][:200]
+        row[f"{step}_error"] = f"{type(e).__name__}: {message}"
     return row
 
 
@@ -265,6 +298,9 @@ def table(rows: list[dict]) -> str:
         ours, theirs = r.get("aotishim", {}), r.get("torch", {})
         if "compile_error" in r:
             compiles, loads = f"no: {r['compile_error']}", ""
+        elif "build_error" in r or "eager_error" in r:
+            compiles = loads = ""
+            ours = {"run_error": r.get("build_error") or "eager: " + r["eager_error"]}
         else:
             compiles = "yes"
             if ours.get("loaded"):
@@ -286,6 +322,8 @@ def table(rows: list[dict]) -> str:
                 err += f" ({ours.get('leaks')} leaked, {ours.get('live_tensors')} live)"
         if "crash" in theirs:
             torch_ms = f"failed: {theirs['crash'][:80]}"
+        elif "torch_compile_error" in r:
+            torch_ms = f"compile failed: {r['torch_compile_error'][:80]}"
         else:
             torch_ms = _ms(theirs.get("ms"))
         ratio = (f"{ours['ms'] / theirs['ms']:.2f}" if ours.get("ms") and theirs.get("ms")
@@ -336,8 +374,9 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=ROOT / "build" / "zoo-models")
     parser.add_argument("--out", type=Path, help="also write the markdown table here")
     parser.add_argument("--json", type=Path, help="raw results")
-    parser.add_argument("--no-torch-aoti", action="store_true",
-                        help="skip torch's own runner (faster)")
+    parser.add_argument("--torch-runner", choices=("all", "loaded", "none"), default="all",
+                        help="which models torch's own runner times: all, those that load "
+                             "on aotishim (half the compiling), or none")
     parser.add_argument("--merge", nargs="+", type=Path, metavar="JSON",
                         help="only print the table of earlier --json results (runs nothing)")
     ns = parser.parse_args()
@@ -364,7 +403,7 @@ def main() -> int:
     rows = []
     for name in names:
         started = time.perf_counter()
-        row = measure(name, ns.cache, ns.repeat, ns.threads, not ns.no_torch_aoti)
+        row = measure(name, ns.cache, ns.repeat, ns.threads, ns.torch_runner)
         rows.append(row)
         print(f"{name}: {time.perf_counter() - started:.0f} s {json.dumps(row)}",
               file=sys.stderr, flush=True)
