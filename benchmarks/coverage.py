@@ -285,6 +285,13 @@ def measure(name: str, cache: Path, repeat: int, threads: int, torch_runner: str
     return row
 
 
+def _zoo_names() -> tuple[str, ...]:
+    sys.path.insert(0, str(ROOT / "python"))
+    from aotishim.zoo import real
+
+    return real.NAMES
+
+
 # ---- the table ----
 def _ms(value) -> str:
     return "" if value is None else f"{value:.3f}" if value < 10 else f"{value:.1f}"
@@ -382,7 +389,10 @@ def main() -> int:
     ns = parser.parse_args()
 
     if ns.merge:
-        rows = [row for path in ns.merge for row in json.loads(path.read_text())]
+        # A model measured in several runs: the last one listed counts.
+        by_model = {row["model"]: row for path in ns.merge for row in json.loads(path.read_text())}
+        order = {name: i for i, name in enumerate(_zoo_names())}
+        rows = sorted(by_model.values(), key=lambda r: order.get(r["model"], len(order)))
         text = table(rows) + "\n\n" + summary(rows) + "\n"
         print(text)
         if ns.out:
