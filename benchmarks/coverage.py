@@ -45,6 +45,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+# The source tree's package when it is built there (a development build),
+# else the installed one.
+SOURCE_PACKAGE = [str(ROOT / "python")] if any((ROOT / "python" / "aotishim").glob("_core*")) else []
 TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2}
 WORKER_TIMEOUT_S = 600
 
@@ -154,7 +157,7 @@ def worker_torch(pt2: Path, io: Path, repeat: int) -> dict:
 
 def run_worker(kind: str, path: Path, io: Path, repeat: int, threads: int) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "python"),
+               PYTHONPATH=os.pathsep.join(filter(None, [*SOURCE_PACKAGE,
                                                         os.environ.get("PYTHONPATH")])))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, str(path), str(io),
            str(repeat)]
@@ -286,7 +289,7 @@ def measure(name: str, cache: Path, repeat: int, threads: int, torch_runner: str
 
 
 def _zoo_names() -> tuple[str, ...]:
-    sys.path.insert(0, str(ROOT / "python"))
+    sys.path[:0] = SOURCE_PACKAGE
     from aotishim.zoo import real
 
     return real.NAMES
@@ -398,7 +401,7 @@ def main() -> int:
         if ns.out:
             ns.out.write_text(text)
         return 0
-    sys.path.insert(0, str(ROOT / "python"))
+    sys.path[:0] = SOURCE_PACKAGE
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(ns.cache / "inductor"))
     import torch
 
