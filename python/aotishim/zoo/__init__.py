@@ -4,6 +4,8 @@ Each entry builds a module with fixed weights (seeded) and example inputs,
 so a model compiled once can be cached and compared with eager later.
 Together they reach the shims real models use: addmm (linear), mm, bmm,
 views at storage offsets (chunk), reductions and pointwise kernels.
+Real architectures (torchvision, transformers, torch.nn layers) are in
+:mod:`aotishim.zoo.real`.
 """
 
 from __future__ import annotations
