@@ -150,8 +150,14 @@ void run(const AttentionArgs& args) {
   ops::attention.run(args.q.device(), args);
 }
 
-void require_outputs(std::initializer_list<std::pair<const void*, const char*>> outs) {
-  for (const auto& [p, name] : outs) require_out(p, name);
+// Generated code passes null for outputs it never reads (the cudnn variant's
+// unused philox state, say): those are simply not returned.
+template <typename T>
+void set_output(T* slot, T value) {
+  if (slot != nullptr) *slot = value;
+}
+void set_output(AtenTensorHandle* slot, const Tensor& value) {
+  if (slot != nullptr) *slot = register_tensor(value);
 }
 
 }  // namespace
@@ -170,7 +176,7 @@ void _scaled_dot_product_efficient_attention(const OpCall& call, AtenTensorHandl
                                              AtenTensorHandle* ret0, AtenTensorHandle* ret1,
                                              AtenTensorHandle* ret2, AtenTensorHandle* ret3) {
   const char* op = "_scaled_dot_product_efficient_attention";
-  require_outputs({{ret0, "ret0"}, {ret1, "ret1"}, {ret2, "ret2"}, {ret3, "ret3"}});
+  require_out(ret0, "ret0");
   Inputs in = resolve(call, query, key, value, attn_bias, dropout_p, op);
   AttentionArgs a = base_args(in, scale, is_causal, op);
   Device& device = a.q.device();
@@ -182,10 +188,10 @@ void _scaled_dot_product_efficient_attention(const OpCall& call, AtenTensorHandl
   Tensor seed = zeros(device, DType::Int64, {});
   Tensor offset = zeros(device, DType::Int64, {});
   run(a);
-  *ret0 = register_tensor(a.out);
-  *ret1 = register_tensor(a.lse);
-  *ret2 = register_tensor(seed);
-  *ret3 = register_tensor(offset);
+  set_output(ret0, a.out);
+  set_output(ret1, a.lse);
+  set_output(ret2, seed);
+  set_output(ret3, offset);
 }
 
 // (out like query, logsumexp (B,H,Lq), cum_seq_q = None, cum_seq_k = None,
@@ -199,9 +205,7 @@ void _scaled_dot_product_flash_attention(const OpCall& call, AtenTensorHandle qu
                                          int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6,
                                          AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
   const char* op = "_scaled_dot_product_flash_attention";
-  require_outputs({{ret0, "ret0"}, {ret1, "ret1"}, {ret2, "ret2"}, {ret3, "ret3"},
-                   {ret4, "ret4"}, {ret5, "ret5"}, {ret6, "ret6"}, {ret7, "ret7"},
-                   {ret8, "ret8"}});
+  require_out(ret0, "ret0");
   Inputs in = resolve(call, query, key, value, nullptr, dropout_p, op);
   AOTISHIM_CHECK(return_debug_mask == 0, op, ": return_debug_mask is not supported (it exists "
                  "for dropout, which is not supported either)");
@@ -218,15 +222,15 @@ void _scaled_dot_product_flash_attention(const OpCall& call, AtenTensorHandle qu
   Tensor offset = zeros(device, DType::Int64, {});
   Tensor debug_mask = make_empty(device, a.q.dtype, {0});
   run(a);
-  *ret0 = register_tensor(a.out);
-  *ret1 = register_tensor(a.lse);
-  *ret2 = nullptr;
-  *ret3 = nullptr;
-  *ret4 = in.Lq;
-  *ret5 = in.Lk;
-  *ret6 = register_tensor(seed);
-  *ret7 = register_tensor(offset);
-  *ret8 = register_tensor(debug_mask);
+  set_output(ret0, a.out);
+  set_output(ret1, a.lse);
+  set_output<AtenTensorHandle>(ret2, nullptr);
+  set_output<AtenTensorHandle>(ret3, nullptr);
+  set_output<int64_t>(ret4, in.Lq);
+  set_output<int64_t>(ret5, in.Lk);
+  set_output(ret6, seed);
+  set_output(ret7, offset);
+  set_output(ret8, debug_mask);
 }
 
 // (out (B,H,Lq,Dv) in query's dimension order, logsumexp (B,H,Lq,1),
@@ -242,9 +246,7 @@ void _scaled_dot_product_cudnn_attention(const OpCall& call, AtenTensorHandle qu
                                          int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6,
                                          AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
   const char* op = "_scaled_dot_product_cudnn_attention";
-  require_outputs({{ret0, "ret0"}, {ret1, "ret1"}, {ret2, "ret2"}, {ret3, "ret3"},
-                   {ret4, "ret4"}, {ret5, "ret5"}, {ret6, "ret6"}, {ret7, "ret7"},
-                   {ret8, "ret8"}});
+  require_out(ret0, "ret0");
   Inputs in = resolve(call, query, key, value, attn_bias, dropout_p, op);
   AOTISHIM_CHECK(return_debug_mask == 0, op, ": return_debug_mask is not supported (it exists "
                  "for dropout, which is not supported either)");
@@ -259,15 +261,15 @@ void _scaled_dot_product_cudnn_attention(const OpCall& call, AtenTensorHandle qu
   Tensor seed = zeros(device, DType::Int64, {});
   Tensor offset = zeros(device, DType::Int64, {});
   run(a);
-  *ret0 = register_tensor(a.out);
-  *ret1 = register_tensor(lse4);
-  *ret2 = nullptr;
-  *ret3 = nullptr;
-  *ret4 = in.Lq;
-  *ret5 = in.Lk;
-  *ret6 = register_tensor(seed);
-  *ret7 = register_tensor(offset);
-  *ret8 = nullptr;
+  set_output(ret0, a.out);
+  set_output(ret1, lse4);
+  set_output<AtenTensorHandle>(ret2, nullptr);
+  set_output<AtenTensorHandle>(ret3, nullptr);
+  set_output<int64_t>(ret4, in.Lq);
+  set_output<int64_t>(ret5, in.Lk);
+  set_output(ret6, seed);
+  set_output(ret7, offset);
+  set_output<AtenTensorHandle>(ret8, nullptr);
 }
 
 }  // namespace ops

@@ -206,10 +206,13 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
     """
     name = name or type(module).__name__
     _check_name_and_device(name, device)
-    args = tuple(_move(tuple(example_args), device))
+    # An explicit index: tracing records devices, and a bare "cuda" recorded
+    # beside tensors that report "cuda:0" fails torch's own metadata asserts.
+    target = device if device in ("cpu", "mps") or ":" in device else f"{device}:0"
+    args = tuple(_move(tuple(example_args), target))
     if device != "cpu":
         # nn.Module.to moves parameters in place: move a copy, not the caller's module.
-        module = copy.deepcopy(module).to(device)
+        module = copy.deepcopy(module).to(target)
     with _quiet_torch():
         ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
     return compile_exported(ep, out_dir, name=name, device=device)

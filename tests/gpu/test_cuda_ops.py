@@ -376,7 +376,7 @@ else:
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int64"])
 @pytest.mark.parametrize("largest", [1, 0])
-@pytest.mark.parametrize("shape,k,dim", [((7, 50), 5, 1), ((7, 50), 3, 0), ((4, 6, 9), 9, -1),
+@pytest.mark.parametrize("shape,k,dim", [((7, 50), 5, 1), ((7, 50), 3, 0), ((4, 6, 9), 4, -1),
                                          ((300,), 1, 0), ((3, 4), 0, 1)])
 def test_topk_matches_torch(shape, k, dim, largest, dtype):
     g = torch.Generator(device="cuda").manual_seed(3)

@@ -67,8 +67,8 @@ def test_zoo_model_on_cuda_matches_eager(name):
     if not real.available(name):
         pytest.skip(f"{name} needs a package that is not installed")
     zm = real.build(name)
-    module = zm.module.to("cuda")
-    args = tuple(a.to("cuda") for a in zm.args)
+    module = zm.module.to("cuda:0")
+    args = tuple(a.to("cuda:0") for a in zm.args)
     so = export.compile_cached(module, args, cache_dir(), name=f"zoo_{name}_cuda", device="cuda")
     with torch.no_grad():
         expected = [to_numpy(e) for e in flat_outputs(module(*args))]
