@@ -55,7 +55,7 @@ def test_conv_orders_with_queued_work(order):
 
 def test_conv_float16_is_refused_by_the_cpu_kernel():
     x, w, _ = conv_inputs(CONV_CASES[0], "float16")
-    with pytest.raises(ShimError, match="unsupported dtype float16 for convolution on the CPU"):
+    with pytest.raises(ShimError, match="unsupported dtype float16 for convolution on sim"):
         shim.call_op("convolution", on_device(x, "sim"), on_device(w, "sim"), None, [1, 1],
                      [1, 1], [1, 1], 0, [0, 0], 1)
     aotishim.synchronize("sim")
@@ -75,11 +75,14 @@ def test_math_for_mps_masks_scale_value_dim():
     g = torch.Generator().manual_seed(4)
     keep = torch.rand(2, 1, 9, 12, generator=g) > 0.3
     keep[0, 0, 3] = False  # a row with every key masked: zeros, as torch's math gives
-    check_math_for_mps("sim", q, k, v, "float32", mask=keep, scale=0.4)
+    additive = torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))  # what torch passes
+    check_math_for_mps("sim", q, k, v, "float32", mask=additive, scale=0.4)
     bias = torch.randn(9, 12, generator=g)  # broadcast over batch and heads
     check_math_for_mps("sim", q, k, v, "float32", mask=bias)
     check_math_for_mps("sim", q, k, v, "float32", mask=bias.to(torch.float16).expand(2, 2, 9, 12))
-    check_math_for_mps("sim", q, k, v, "float32", mask=keep, causal=True)
+    with pytest.raises(ShimError, match="bool attn_mask is not supported"):
+        shim.call_op(MATH_OP, on_device(q, "sim"), on_device(k, "sim"), on_device(v, "sim"),
+                     on_device(keep, "sim"), 0.0, 0, None, None)
 
 
 def test_math_for_mps_views():
@@ -118,4 +121,5 @@ def test_math_for_mps_orders_with_queued_work(order):
     with sim.configured(order=order, seed=7):
         g = torch.Generator().manual_seed(8)
         mask = torch.randn(1, 2, 6, 9, generator=g)
-        check_math_for_mps("sim", *qkv(1, 2, 6, 9, 8, seed=2), "float32", mask=mask, causal=True)
+        check_math_for_mps("sim", *qkv(1, 2, 6, 9, 8, seed=2), "float32", mask=mask)
+        check_math_for_mps("sim", *qkv(1, 2, 6, 9, 8, seed=3), "float32", causal=True)

@@ -146,6 +146,12 @@ void math_for_mps(const OpCall& call, AtenTensorHandle query, AtenTensorHandle k
   require_out(ret0, "ret0");
   SdpaArgs args =
       sdpa_inputs(call, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
+  // torch's math kernels add a bool mask as 0/1 rather than masking with it
+  // (torch's public SDPA converts bool masks to -inf/0 before this op): rather
+  // than guess which a caller means, refuse.
+  AOTISHIM_CHECK(!args.has_mask || args.mask.dtype != DType::Bool, call.op,
+                 ": a bool attn_mask is not supported (convert it to an additive float mask, "
+                 "as scaled_dot_product_attention does before calling this op)");
   const Tensor& q = args.q;
   const int64_t B = q.sizes[0], H = q.sizes[1], L = q.sizes[2], S = args.k.sizes[2],
                 Ev = args.v.sizes[3];

@@ -74,12 +74,15 @@ def test_math_for_mps_masks_scale_value_dim():
     q, k, v = qkv(2, 2, 9, 12, 8, Ev=5)
     g = torch.Generator().manual_seed(4)
     keep = torch.rand(2, 1, 9, 12, generator=g) > 0.3
-    keep[0, 0, 3] = False
-    check_math_for_mps("mps", q, k, v, "float32", mask=keep, scale=0.4)
-    bias = torch.randn(9, 12, generator=g)
+    keep[0, 0, 3] = False  # a row with every key masked: zeros, as torch's math gives
+    additive = torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))  # what torch passes
+    check_math_for_mps("mps", q, k, v, "float32", mask=additive, scale=0.4)
+    bias = torch.randn(9, 12, generator=g)  # broadcast over batch and heads
     check_math_for_mps("mps", q, k, v, "float32", mask=bias)
-    check_math_for_mps("mps", q, k, v, "float32", mask=bias.to(torch.bfloat16).expand(2, 2, 9, 12))
-    check_math_for_mps("mps", q, k, v, "float32", mask=keep, causal=True)
+    check_math_for_mps("mps", q, k, v, "float32", mask=bias.to(torch.float16).expand(2, 2, 9, 12))
+    with pytest.raises(ShimError, match="bool attn_mask is not supported"):
+        shim.call_op(MATH_OP, on_device(q, "mps"), on_device(k, "mps"), on_device(v, "mps"),
+                     on_device(keep, "mps"), 0.0, 0, None, None)
 
 
 def test_math_for_mps_views_and_gqa():

@@ -5,6 +5,7 @@
 // that produces its inputs and before the host or a later command sees its
 // outputs (the hazard checker and the random schedules test exactly that).
 #include "core/device.h"
+#include "core/error.h"
 #include "devices/sim/sim_device.h"
 #include "ops/convolution.h"
 #include "ops/sdpa.h"
@@ -21,6 +22,11 @@ auto cpu_kernel(const Op& op) {
 
 void sim_conv(const ConvArgs& a) {
   auto kernel = cpu_kernel(ops::conv);
+  // Refused now: the cpu kernel's own refusal would come only when the
+  // stream runs, after the op had returned an output.
+  AOTISHIM_CHECK(a.out.dtype != DType::Float16,
+                 "unsupported dtype float16 for convolution on sim (it runs the CPU kernel, "
+                 "which supports float32, float64, bfloat16)");
   std::vector<SimDevice::Role> reads = {{"input", &a.input}, {"weight", &a.weight}};
   if (a.has_bias) reads.push_back({"bias", &a.bias});
   static_cast<SimDevice&>(a.out.device())
