@@ -100,8 +100,11 @@ std::vector<int64_t> expand_list(const int64_t* values, int64_t len, const char*
   return out;
 }
 
+// What some device's kernel runs; each kernel refuses what it lacks (the cpu
+// kernel float16, the mps kernel float64) with its own clear error.
 bool conv_dtype(DType dtype) {
-  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::BFloat16;
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::BFloat16 ||
+         dtype == DType::Float16;
 }
 
 }  // namespace
@@ -141,7 +144,7 @@ void convolution(const OpCall& call, AtenTensorHandle input_h, AtenTensorHandle 
                    " but ", name, " is ", dtype_name(t->dtype));
   }
   AOTISHIM_CHECK(conv_dtype(input.dtype), "unsupported dtype ", dtype_name(input.dtype),
-                 " (convolution supports float32, float64 and bfloat16)");
+                 " (convolution supports float32, float64, float16 and bfloat16)");
 
   const int64_t spatial = nd - 2;
   a.stride = expand_list(stride, stride_len, "stride", spatial);

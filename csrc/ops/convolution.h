@@ -20,7 +20,8 @@ namespace aotishim {
 // - out (N, Cout, *out) is freshly allocated, dense, either contiguous or
 //   channels-last (its spatial dims always merge into one stride), overlaps
 //   nothing, and has at least one element.
-// - all tensors share a device and a dtype (float32, float64 or bfloat16).
+// - all tensors share a device and a dtype (float32, float64, float16 or
+//   bfloat16; a kernel refuses those it lacks).
 // - stride/padding/dilation/output_padding have one entry per spatial dim and
 //   the geometry is valid (every size below is positive).
 struct ConvArgs {

@@ -1,7 +1,8 @@
-// _scaled_dot_product_flash_attention_for_cpu: shapes, GQA head groups, mask
-// broadcasting, the default scale, and torch's output layouts (the output
-// follows the query's stride order; logsumexp is (B, L, H)-contiguous
-// seen as (B, H, L)), then the device's attention kernel.
+// _scaled_dot_product_flash_attention_for_cpu and
+// _scaled_dot_product_attention_math_for_mps: shapes, GQA head groups, mask
+// broadcasting, the default scale, and torch's output layouts (cpu: the
+// output follows the query's stride order, logsumexp is (B, L, H)-contiguous
+// seen as (B, H, L); mps: both outputs contiguous), then the device's kernel.
 #include "ops/sdpa.h"
 
 #include <algorithm>
@@ -41,13 +42,15 @@ namespace ops {
 
 Op<void(const SdpaArgs&)> sdpa("scaled_dot_product_attention");
 
-void _scaled_dot_product_flash_attention_for_cpu(const OpCall& call, AtenTensorHandle query,
-                                                 AtenTensorHandle key, AtenTensorHandle value,
-                                                 double dropout_p, int32_t is_causal,
-                                                 AtenTensorHandle* attn_mask, double* scale,
-                                                 AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
-  require_out(ret0, "ret0");
-  require_out(ret1, "ret1");
+namespace {
+
+// The checks both variants share: 4-D query/key/value of one floating dtype
+// on one device, consistent shapes, head groups (allowed only where the
+// variant has them), mask broadcast to (B, H, L, S), causal flag and scale.
+// Fills every field of SdpaArgs but the outputs.
+SdpaArgs sdpa_inputs(const OpCall& call, AtenTensorHandle query, AtenTensorHandle key,
+                     AtenTensorHandle value, AtenTensorHandle* attn_mask, double dropout_p,
+                     int32_t is_causal, double* scale, bool grouped_heads) {
   auto q_p = call.tensor(query, "query"), k_p = call.tensor(key, "key"),
        v_p = call.tensor(value, "value");
   auto mask_p = call.optional_tensor(attn_mask ? *attn_mask : nullptr, "attn_mask");
@@ -67,14 +70,18 @@ void _scaled_dot_product_flash_attention_for_cpu(const OpCall& call, AtenTensorH
   AOTISHIM_CHECK(&k.device() == &q.device() && &v.device() == &q.device(), call.op,
                  ": query, key and value are on different devices");
   const int64_t B = q.sizes[0], H = q.sizes[1], L = q.sizes[2], E = q.sizes[3];
-  const int64_t Hkv = k.sizes[1], S = k.sizes[2], Ev = v.sizes[3];
+  const int64_t Hkv = k.sizes[1], S = k.sizes[2];
   AOTISHIM_CHECK(k.sizes[0] == B && v.sizes[0] == B && v.sizes[1] == Hkv && v.sizes[2] == S &&
-                     k.sizes[3] == E && Ev == E,
+                     k.sizes[3] == E,
                  call.op, ": inconsistent shapes: query ", shape_string(q.sizes), ", key ",
-                 shape_string(k.sizes), ", value ", shape_string(v.sizes),
-                 " (query, key and value must have the same head size, as torch requires)");
-  AOTISHIM_CHECK(Hkv > 0 ? H % Hkv == 0 : H == 0, call.op, ": query has ", H,
-                 " heads, not a multiple of key/value's ", Hkv);
+                 shape_string(k.sizes), ", value ", shape_string(v.sizes));
+  if (grouped_heads) {
+    AOTISHIM_CHECK(Hkv > 0 ? H % Hkv == 0 : H == 0, call.op, ": query has ", H,
+                   " heads, not a multiple of key/value's ", Hkv);
+  } else {
+    AOTISHIM_CHECK(Hkv == H, call.op, ": query has ", H, " heads but key/value have ", Hkv,
+                   " (grouped-query attention needs enable_gqa)");
+  }
 
   SdpaArgs args;
   if (mask_p) {
@@ -89,6 +96,28 @@ void _scaled_dot_product_flash_attention_for_cpu(const OpCall& call, AtenTensorH
   }
   args.causal = is_causal != 0;
   args.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
+  args.q = q;
+  args.k = k;
+  args.v = v;
+  return args;
+}
+
+}  // namespace
+
+void _scaled_dot_product_flash_attention_for_cpu(const OpCall& call, AtenTensorHandle query,
+                                                 AtenTensorHandle key, AtenTensorHandle value,
+                                                 double dropout_p, int32_t is_causal,
+                                                 AtenTensorHandle* attn_mask, double* scale,
+                                                 AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
+  require_out(ret0, "ret0");
+  require_out(ret1, "ret1");
+  SdpaArgs args =
+      sdpa_inputs(call, query, key, value, attn_mask, dropout_p, is_causal, scale, true);
+  const Tensor &q = args.q, &v = args.v;
+  const int64_t B = q.sizes[0], H = q.sizes[1], L = q.sizes[2], Ev = v.sizes[3];
+  AOTISHIM_CHECK(Ev == q.sizes[3], call.op, ": inconsistent shapes: query ",
+                 shape_string(q.sizes), ", value ", shape_string(v.sizes),
+                 " (query, key and value must have the same head size, as torch requires)");
 
   const std::vector<int64_t> out_sizes = {B, H, L, Ev};
   Tensor out = make_empty(q.device(), q.dtype, out_sizes, strides_like(q, out_sizes));
@@ -96,15 +125,74 @@ void _scaled_dot_product_flash_attention_for_cpu(const OpCall& call, AtenTensorH
   if (out.numel() > 0) {
     args.out = out;
     args.lse = lse;
-    args.q = q;
-    args.k = k;
-    args.v = v;
     ops::sdpa.run(q.device(), args);
   }
   // Both registered only once the kernel has succeeded: nothing leaks on error.
   AtenTensorHandle out_h = register_tensor(std::move(out));
   *ret1 = register_tensor(std::move(lse));
   *ret0 = out_h;
+}
+
+namespace {
+
+// (out (B, H, L, Ev) contiguous, attn (B, H, L, S) contiguous: the softmax
+// weights), as torch's meta function for the mps math variant lays them out.
+// The weights are computed only when the caller asks for them (ret1 not null).
+// dropout_mask only matters with dropout, which is refused.
+void math_for_mps(const OpCall& call, AtenTensorHandle query, AtenTensorHandle key,
+                  AtenTensorHandle value, AtenTensorHandle* attn_mask, double dropout_p,
+                  int32_t is_causal, double* scale, bool enable_gqa, AtenTensorHandle* ret0,
+                  AtenTensorHandle* ret1) {
+  require_out(ret0, "ret0");
+  SdpaArgs args =
+      sdpa_inputs(call, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
+  // torch's math kernels add a bool mask as 0/1 rather than masking with it
+  // (torch's public SDPA converts bool masks to -inf/0 before this op): rather
+  // than guess which a caller means, refuse.
+  AOTISHIM_CHECK(!args.has_mask || args.mask.dtype != DType::Bool, call.op,
+                 ": a bool attn_mask is not supported (convert it to an additive float mask, "
+                 "as scaled_dot_product_attention does before calling this op)");
+  const Tensor& q = args.q;
+  const int64_t B = q.sizes[0], H = q.sizes[1], L = q.sizes[2], S = args.k.sizes[2],
+                Ev = args.v.sizes[3];
+  Device& device = q.device();
+  Tensor out = make_empty(device, q.dtype, {B, H, L, Ev});
+  Tensor probs = make_empty(device, q.dtype, {B, H, L, S});
+  // The kernel's row statistics; not an output of this variant.
+  Tensor lse = make_empty(device, DType::Float32, {B, H, L});
+  if (B * H * L > 0) {
+    args.out = out;
+    args.lse = lse;
+    args.has_probs = ret1 != nullptr && probs.numel() > 0;
+    args.probs = probs;
+    ops::sdpa.run(device, args);
+  }
+  AtenTensorHandle out_h = register_tensor(std::move(out));
+  if (ret1 != nullptr) *ret1 = register_tensor(std::move(probs));
+  *ret0 = out_h;
+}
+
+}  // namespace
+
+void _scaled_dot_product_attention_math_for_mps(const OpCall& call, AtenTensorHandle query,
+                                                AtenTensorHandle key, AtenTensorHandle value,
+                                                AtenTensorHandle* attn_mask, double dropout_p,
+                                                int32_t is_causal,
+                                                AtenTensorHandle* /*dropout_mask*/,
+                                                double* scale, AtenTensorHandle* ret0,
+                                                AtenTensorHandle* ret1) {
+  math_for_mps(call, query, key, value, attn_mask, dropout_p, is_causal, scale, false, ret0,
+               ret1);
+}
+
+// The same with torch's enable_gqa argument (emitted when it is not false).
+void _scaled_dot_product_attention_math_for_mps_v2(
+    const OpCall& call, AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value,
+    AtenTensorHandle* attn_mask, double dropout_p, int32_t is_causal,
+    AtenTensorHandle* /*dropout_mask*/, double* scale, int32_t enable_gqa, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1) {
+  math_for_mps(call, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa != 0,
+               ret0, ret1);
 }
 
 }  // namespace ops

@@ -1,4 +1,6 @@
-// Scaled dot-product attention (torch's _scaled_dot_product_flash_attention_for_cpu).
+// Scaled dot-product attention: torch's _scaled_dot_product_flash_attention_for_cpu
+// and _scaled_dot_product_attention_math_for_mps (the variant Inductor emits
+// for Metal), validated alike in ops/sdpa.cpp into one SdpaArgs.
 #pragma once
 
 #include "aotishim/export.h"
@@ -15,8 +17,13 @@ namespace aotishim {
 // mask: absent (numel 0) or already broadcast to (B, H, L, S) (stride-0 views),
 // bool (false = masked out) or floating (added to the scores).
 // causal: key j is masked for query i when j > i (top-left aligned).
+// probs (B, H, L, S) of q's dtype, written only if has_probs: the softmax
+// weights exp(scale * q . k + mask - lse) (0 for masked keys and for rows
+// with no key left), which the mps math variant returns as its second output.
 struct SdpaArgs {
   Tensor out, lse;
+  bool has_probs = false;
+  Tensor probs;
   Tensor q, k, v;
   Tensor mask;
   bool has_mask = false;

@@ -62,6 +62,39 @@ void pack(T* dst, const Tensor& t, int64_t b, int64_t h, int64_t row0, int64_t r
           load(base + (r * t.strides[2] + c * t.strides[3]) * static_cast<int64_t>(item), t.dtype));
 }
 
+// Row i of the softmax weights, exp(score - lse), from the packed query row:
+// a second pass over the keys, once the row's logsumexp is known. Masked keys
+// and rows with no key left get 0.
+template <typename T>
+void write_probs(const SdpaArgs& a, const T* q, int64_t b, int64_t h, int64_t hk, int64_t i,
+                 T lse) {
+  const int64_t S = a.k.sizes[2], E = a.q.sizes[3];
+  const Tensor &k = a.k, &p = a.probs, &mk = a.mask;
+  const int64_t ki = static_cast<int64_t>(k.itemsize()), pi = static_cast<int64_t>(p.itemsize());
+  for (int64_t j = 0; j < S; ++j) {
+    T prob = 0;
+    bool keep = std::isfinite(lse) && !(a.causal && j > i);
+    T score = 0;
+    if (keep && a.has_mask) {
+      const double mv = load(mk.data() + (b * mk.strides[0] + h * mk.strides[1] +
+                                          i * mk.strides[2] + j * mk.strides[3]) *
+                                             static_cast<int64_t>(mk.itemsize()),
+                             mk.dtype);
+      if (mk.dtype == DType::Bool) keep = mv != 0.0;
+      else score = static_cast<T>(mv);
+    }
+    if (keep) {
+      const char* krow = k.data() + (b * k.strides[0] + hk * k.strides[1] + j * k.strides[2]) * ki;
+      T dot = 0;
+      for (int64_t e = 0; e < E; ++e)
+        dot += q[e] * static_cast<T>(load(krow + e * k.strides[3] * ki, k.dtype));
+      prob = std::exp(static_cast<T>(a.scale) * dot + score - lse);
+    }
+    store(p.data() + (b * p.strides[0] + h * p.strides[1] + i * p.strides[2] + j * p.strides[3]) * pi,
+          p.dtype, prob);
+  }
+}
+
 template <typename T>
 void attention(const SdpaArgs& a) {
   const int64_t B = a.q.sizes[0], H = a.q.sizes[1], L = a.q.sizes[2], E = a.q.sizes[3];
@@ -149,6 +182,7 @@ void attention(const SdpaArgs& a) {
         float* lrow = reinterpret_cast<float*>(a.lse.data()) + b * a.lse.strides[0] +
                       h * a.lse.strides[1] + i * a.lse.strides[2];
         *lrow = static_cast<float>(m[r] + std::log(l[r]));
+        if (a.has_probs) write_probs(a, q.data() + r * E, b, h, hk, i, m[r] + std::log(l[r]));
       }
     }
   });

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <mutex>
@@ -74,6 +75,23 @@ class MpsDevice final : public Device {
   };
   void dispatch(id<MTLComputePipelineState> pso, const std::vector<KernelArg>& args,
                 MTLSize threads, MTLSize group);
+
+  // One dispatch of a kernel of the device's library, for the op kernels
+  // (mps_conv.mm, mps_sdpa.mm): `buffers` bound at indices 0.. in order and
+  // `params` (setBytes) at the next index; each buffer is recorded as read or
+  // written, so the dispatch orders with other work on its allocations.
+  // `dispatch` issues the dispatch on the encoder with the kernel's pipeline
+  // (it may throw before dispatching: nothing is then recorded).
+  struct BufferUse {
+    Binding binding;
+    bool write = false;
+  };
+  using Dispatch = std::function<void(id<MTLComputeCommandEncoder>, id<MTLComputePipelineState>)>;
+  void encode_kernel(const char* name, const std::vector<BufferUse>& buffers, const void* params,
+                     size_t params_bytes, const Dispatch& dispatch);
+  // What an absent optional buffer argument binds: a few zero bytes that
+  // nothing records.
+  Binding scratch() const;
 
   id<MTLDevice> metal() const { return device_; }
   std::recursive_mutex& mutex() const { return mutex_; }

@@ -380,7 +380,9 @@ id<MTLComputePipelineState> MpsDevice::pipeline(const char* name) {
     options.fastMathEnabled = NO;  // conversions and NaN must be exact
 #pragma clang diagnostic pop
     NSError* error = nil;
-    library_ = [device_ newLibraryWithSource:@(mps::kernel_source()) options:options error:&error];
+    library_ = [device_ newLibraryWithSource:@(mps::library_source().c_str())
+                                       options:options
+                                         error:&error];
     AOTISHIM_CHECK(library_ != nil, "mps: compiling the device's Metal kernels failed: ",
                    mps::describe(error));
   }
@@ -527,6 +529,29 @@ void MpsDevice::dispatch(id<MTLComputePipelineState> pso, const std::vector<Kern
     // Which arguments a kernel writes is not known here: all count as written.
     for (const KernelArg& arg : args)
       if (arg.kind == KernelArg::kBuffer) record_one(arg.buffer.base, true);
+    finish_command();
+  });
+}
+
+MpsDevice::Binding MpsDevice::scratch() const {
+  Binding b;
+  b.buffer = zeros_;
+  return b;
+}
+
+void MpsDevice::encode_kernel(const char* name, const std::vector<BufferUse>& buffers,
+                              const void* params, size_t params_bytes, const Dispatch& dispatch) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  pooled([&] {
+    id<MTLComputePipelineState> pso = pipeline(name);
+    id<MTLComputeCommandEncoder> encoder = compute_encoder();
+    [encoder setComputePipelineState:pso];
+    NSUInteger index = 0;
+    for (const BufferUse& use : buffers)
+      [encoder setBuffer:use.binding.buffer offset:use.binding.offset atIndex:index++];
+    [encoder setBytes:params length:params_bytes atIndex:index];
+    dispatch(encoder, pso);
+    for (const BufferUse& use : buffers) record_one(use.binding.base, use.write);
     finish_command();
   });
 }

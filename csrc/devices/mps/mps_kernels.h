@@ -1,10 +1,12 @@
 // The mps device's own Metal kernels: a strided element copy (with dtype
-// conversion) and a strided GEMM. Compiled from source on first use.
+// conversion) and a strided GEMM; the convolution and attention kernels
+// live with their ops (mps_conv.mm, mps_sdpa.mm). Compiled from source on first use.
 // The parameter structs are passed with setBytes; their layout is mirrored
 // field by field in the Metal source (mps_kernels.mm).
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace aotishim::mps {
 
@@ -37,7 +39,13 @@ constexpr const char* kGemmFloat32 = "aotishim_gemm_float32";
 constexpr const char* kGemmFloat16 = "aotishim_gemm_float16";
 constexpr const char* kGemmBFloat16 = "aotishim_gemm_bfloat16";
 
-// Metal Shading Language source of the kernels above.
+// Metal Shading Language source of the kernels above, with the shared
+// helpers (bf16_t, load_value/store_value, load_float) the op kernels use.
 const char* kernel_source();
+// The op kernels' sources (mps_conv.mm, mps_sdpa.mm), appended to it.
+const char* conv_kernel_source();
+const char* sdpa_kernel_source();
+// The whole device library: one compile on first use.
+std::string library_source();
 
 }  // namespace aotishim::mps

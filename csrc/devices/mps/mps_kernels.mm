@@ -205,4 +205,8 @@ AOTISHIM_GEMM("aotishim_gemm_bfloat16", bf16_t)
 )METAL";
 }
 
+std::string library_source() {
+  return std::string(kernel_source()) + conv_kernel_source() + sdpa_kernel_source();
+}
+
 }  // namespace aotishim::mps

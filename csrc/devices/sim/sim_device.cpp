@@ -215,6 +215,24 @@ void SimDevice::gemm(const GemmArgs& args) {
   submit(std::move(commands));
 }
 
+void SimDevice::host_command(const char* name, const std::vector<Role>& reads,
+                             const std::vector<Role>& writes, std::function<void()> run) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  Command c;
+  c.name = name;
+  for (bool write : {false, true}) {
+    for (const auto& [role, t] : write ? writes : reads) {
+      if (t->numel() == 0) continue;
+      c.bindings.push_back(bind(*t, write, role));
+      c.keepalive.push_back(t->storage);
+    }
+  }
+  c.run = std::move(run);
+  std::vector<Command> commands;
+  commands.push_back(std::move(c));
+  submit(std::move(commands));
+}
+
 void SimDevice::submit(std::vector<Command> commands) {
   if (config_.checker) {
     for (size_t i = 0; i < commands.size(); ++i) {

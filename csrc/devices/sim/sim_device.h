@@ -4,11 +4,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "aotishim/sim.h"
@@ -28,6 +30,13 @@ class SimDevice final : public Device {
   // The gemm kernel (registered for ops::gemm): records the product and the
   // packing it needs as commands.
   void gemm(const GemmArgs& args);
+  // A host kernel run as one command on the stream (how the cpu kernels of
+  // other ops serve sim): every tensor it reads or writes is bound, so the
+  // command orders with other work on those buffers, and kept alive until
+  // it has run. Empty tensors are not bound.
+  using Role = std::pair<const char*, const Tensor*>;
+  void host_command(const char* name, const std::vector<Role>& reads,
+                    const std::vector<Role>& writes, std::function<void()> run);
   void download(void* host_dst, const Tensor& src_packed) override;
   void upload(const Tensor& dst_packed, const void* host_src) override;
   void synchronize() override;
