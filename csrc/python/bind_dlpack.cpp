@@ -20,6 +20,11 @@ namespace aotishim::python {
 
 namespace {
 
+[[noreturn]] void buffer_error(const std::string& message) {
+  PyErr_SetString(PyExc_BufferError, message.c_str());
+  throw py::error_already_set();
+}
+
 constexpr const char* kCapsule = "dltensor";
 constexpr const char* kUsedCapsule = "used_dltensor";
 constexpr const char* kVersionedCapsule = "dltensor_versioned";
@@ -104,7 +109,7 @@ uintptr_t borrow_capsule(py::capsule capsule, const std::string& device) {
     auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule.ptr(), name));
     if (m == nullptr) throw py::error_already_set();
     if (m->version.major > kDLPackMajor) {
-      throw py::buffer_error("DLPack version " + std::to_string(m->version.major) + "." +
+      buffer_error("DLPack version " + std::to_string(m->version.major) + "." +
                              std::to_string(m->version.minor) + " is newer than the " +
                              std::to_string(kDLPackMajor) + ".x aotishim reads");
     }
@@ -174,16 +179,23 @@ uintptr_t borrow_capsule(py::capsule capsule, const std::string& device) {
 // otherwise a packed copy made on its device, and the handle deleted.
 uintptr_t packed(uintptr_t handle) {
   AtenTensorHandle h = to_handle(handle);
-  int32_t contiguous = 0;
+  bool contiguous = false;
   check(aoti_torch_is_contiguous(h, &contiguous));
   if (contiguous) return handle;
   AtenTensorHandle out = nullptr;
   {
     py::gil_scoped_release release;
-    check(aoti_torch_clone(h, &out));  // packed, as torch's clone of a non-dense view
-    // The copy is queued on the device's current stream; the borrowed view
-    // (and the producer's memory) stays alive until the copy was queued.
+    const TensorInfo info = tensor_info(h);
+    const AbiDevice device = parse_device_abi(info.device);
+    // Not aoti_torch_clone: it keeps a dense permutation (a transpose) as it lies.
+    check(aoti_torch_empty_strided(static_cast<int64_t>(info.sizes.size()), info.sizes.data(),
+                                   nullptr, info.dtype, device.type, device.index, &out));
+    const AOTITorchError err = aoti_torch_copy_(out, h, 0);
+    // The copy is queued on the device's current stream before the borrowed
+    // view (and with it the producer's memory) is let go.
     check(aoti_torch_delete_tensor_object(h));
+    if (err != AOTI_TORCH_SUCCESS) aoti_torch_delete_tensor_object(out);
+    check(err);
   }
   return from_handle(out);
 }
@@ -262,12 +274,12 @@ class DeviceTensor {
     if (!dl_device_arg.is_none()) {
       auto pair = dl_device_arg.cast<std::pair<int32_t, int32_t>>();
       if (pair.first != dl_device_.device_type || pair.second != dl_device_.device_id) {
-        throw py::buffer_error("this tensor is on " + device_ + "; aotishim does not copy it to " +
+        buffer_error("this tensor is on " + device_ + "; aotishim does not copy it to " +
                                describe({static_cast<DLDeviceType>(pair.first), pair.second}));
       }
     }
     if (!copy.is_none() && copy.cast<bool>()) {
-      throw py::buffer_error("aotishim exports its memory without copying (copy=True is not supported)");
+      buffer_error("aotishim exports its memory without copying (copy=True is not supported)");
     }
     auto ctx = std::make_unique<ExportContext>();
     ctx->storage = storage_;
