@@ -105,4 +105,38 @@ AtenTensorHandle copy_from_host(const void* data, const std::vector<int64_t>& si
   return register_tensor(std::move(out));
 }
 
+namespace {
+Device& named_device(const std::string& device) {
+  DeviceType type;
+  int32_t index;
+  parse_device(device, type, index);
+  return get_device(type, index);
+}
+}  // namespace
+
+AtenTensorHandle borrow_memory(const std::string& device, void* data,
+                               const std::vector<int64_t>& sizes,
+                               const std::vector<int64_t>& strides, int64_t storage_offset,
+                               int32_t dtype, std::shared_ptr<void> keepalive) {
+  return register_tensor(borrowed_tensor(named_device(device), data,
+                                         static_cast<int64_t>(sizes.size()), sizes.data(),
+                                         strides.empty() ? nullptr : strides.data(),
+                                         dtype_from_int(dtype), storage_offset,
+                                         std::move(keepalive)));
+}
+
+std::shared_ptr<void> retain_storage(AtenTensorHandle handle) { return lookup(handle)->storage; }
+
+intptr_t device_stream(const std::string& device) {
+  return named_device(device).current_stream_handle();
+}
+
+void order_stream_after_device(const std::string& device, intptr_t stream) {
+  named_device(device).order_stream_after_device(stream);
+}
+
+void order_device_after_stream(const std::string& device, intptr_t stream) {
+  named_device(device).order_device_after_stream(stream);
+}
+
 }  // namespace aotishim

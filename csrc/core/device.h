@@ -66,6 +66,16 @@ class Device {
   // and cleared; "" when there is none.
   virtual std::string take_runtime_error() { return {}; }
 
+  // Streams of other libraries (DLPack exchange), as integers: CUDA's
+  // cudaStream_t, 1 and 2 its legacy and per-thread default streams.
+  // Devices without streams (cpu, sim, mps) have none and order nothing.
+  // The stream this thread's next work on the device goes to.
+  virtual intptr_t current_stream_handle() { return 0; }
+  // Later work on `stream` waits for the work queued here so far.
+  virtual void order_stream_after_device(intptr_t stream) {}
+  // Later work queued here waits for the work queued on `stream` so far.
+  virtual void order_device_after_stream(intptr_t stream) {}
+
  protected:
   virtual void* raw_allocate(size_t nbytes) = 0;
   virtual void raw_free(void* base, size_t nbytes) = 0;

@@ -10,5 +10,6 @@ void bind_shim(pybind11::module_& m);    // tensors and the aoti_torch_* ABI
 void bind_stats(pybind11::module_& m);   // devices, scopes, memory_stats
 void bind_model(pybind11::module_& m);   // the AOTInductor model runner
 void bind_sim(pybind11::module_& m);     // sim device controls
+void bind_dlpack(pybind11::module_& m);  // DLPack exchange with other libraries
 
 }  // namespace aotishim::python

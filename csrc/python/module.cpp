@@ -9,4 +9,5 @@ PYBIND11_MODULE(_core, m) {
   aotishim::python::bind_stats(m);
   aotishim::python::bind_sim(m);
   aotishim::python::bind_model(m);
+  aotishim::python::bind_dlpack(m);
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from . import _core
 from . import shim
 from .shim import ShimError
-from .model import LeakWarning, Model, ModelError, ModelInputError, load
+from .model import DeviceTensor, LeakWarning, Model, ModelError, ModelInputError, load
 
 __version__ = "0.1.0"
 
@@ -55,4 +55,4 @@ def cmake_dir() -> str:
     return str(path)
 
 
-__all__ = ["LeakWarning", "Model", "ModelError", "ModelInputError", "ShimError", "load", "cleanup_memory", "cmake_dir", "devices", "memory_stats", "shim", "synchronize"]
+__all__ = ["DeviceTensor", "LeakWarning", "Model", "ModelError", "ModelInputError", "ShimError", "load", "cleanup_memory", "cmake_dir", "devices", "memory_stats", "shim", "synchronize"]

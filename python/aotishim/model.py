@@ -34,7 +34,7 @@ from . import shim
 from .shim import ShimError
 from .spec import ModelSpec, ShapeError, TensorSpec, read_spec
 
-__all__ = ["Model", "ModelError", "ModelInputError", "LeakWarning", "TensorSpec", "load",
+__all__ = ["Model", "DeviceTensor", "ModelError", "ModelInputError", "LeakWarning", "TensorSpec", "load",
            "spec_path", "PACKAGE_MODEL_DIR"]
 
 # Where aoti_compile_and_package puts a model inside a .pt2 archive.
@@ -94,21 +94,36 @@ class Model:
                              f"inputs but the model takes {n}")
 
     # ---- running ----
-    def run(self, *arrays: Any) -> tuple[np.ndarray, ...]:
-        """Run the model on numpy arrays (anything ``np.asarray`` accepts).
+    def run(self, *inputs: Any, outputs: str = "numpy") -> tuple[Any, ...]:
+        """Run the model on numpy arrays or DLPack tensors.
 
-        Returns one numpy array per output (bfloat16 as ``ml_dtypes.bfloat16``;
-        ``None`` for an output the model leaves empty). Raises
-        :class:`ModelInputError` for a wrong number, dtype or shape of inputs,
-        :class:`ModelError` when the model fails. The GIL is released while the
-        model runs.
+        Each input is a numpy array (or anything ``np.asarray`` accepts), or
+        an object exporting ``__dlpack__``/``__dlpack_device__`` (a torch
+        tensor, a CuPy array) on the model's device, whose memory the model
+        reads in place, without a copy (strided or offset views are packed on
+        the device first). For a cuda model the producer is asked to order
+        its pending work before aotishim's stream (DLPack's ``stream=``).
+        Host tensors given to a cuda model are copied to it, as numpy arrays are.
+
+        ``outputs="numpy"`` (the default) returns numpy arrays (bfloat16 as
+        ``ml_dtypes.bfloat16``); ``outputs="dlpack"`` returns
+        :class:`DeviceTensor` objects that stay on the model's device and
+        export ``__dlpack__``, so ``torch.from_dlpack(out)`` or
+        ``np.from_dlpack(out)`` share their memory. ``None`` stands for an
+        output the model leaves empty. Raises :class:`ModelInputError` for a
+        wrong number, dtype, shape or device of inputs, :class:`ModelError`
+        when the model fails. The GIL is released while the model runs.
         """
+        if outputs not in ("numpy", "dlpack"):
+            raise ValueError(f"outputs must be 'numpy' or 'dlpack', not {outputs!r}")
         core = self._open_core()
-        if len(arrays) != len(self._input_names):
+        if len(inputs) != len(self._input_names):
             raise ModelInputError(
                 f"{self.name} takes {len(self._input_names)} input(s) "
-                f"({self._describe_inputs()}), got {len(arrays)}")
-        prepared = [self._prepare(i, a) for i, a in enumerate(arrays)]
+                f"({self._describe_inputs()}), got {len(inputs)}")
+        if outputs == "dlpack" or any(_is_dlpack_producer(a) for a in inputs):
+            return self._run_exchange(core, inputs, outputs)
+        prepared = [self._prepare(i, a) for i, a in enumerate(inputs)]
         if self._input_specs is not None:
             try:
                 self._spec.check_shapes([a.shape for a, _ in prepared],
@@ -142,17 +157,91 @@ class Model:
             raise ModelError(str(e)) from None
         return tuple(shim.Tensor(h) if h else None for h in handles)
 
+    def _run_exchange(self, core: Any, inputs: Sequence[Any], outputs: str) -> tuple[Any, ...]:
+        """Runs on tensor handles: DLPack inputs borrowed, numpy ones borrowed
+        or copied as :meth:`run` does; outputs as DeviceTensors or numpy."""
+        handles: list[int] = []
+        try:
+            for i, value in enumerate(inputs):
+                handles.append(self._input_handle(i, value))
+            if self._input_specs is not None:
+                try:
+                    self._spec.check_shapes([tuple(_core.tensor_info(h)["sizes"]) for h in handles],
+                                            [self._input_label(i) for i in range(len(handles))])
+                except ShapeError as e:
+                    raise ModelInputError(str(e)) from None
+        except BaseException:
+            for h in handles:
+                shim.delete(h)
+            raise
+        try:
+            slots = core.run_handles(handles)  # consumed, also on failure
+        except ShimError as e:
+            if core.closed:
+                raise ModelError(f"{self.name} is closed") from None
+            raise ModelError(str(e)) from None
+        results: list[Any] = []
+        try:
+            for h in slots:
+                if not h:
+                    results.append(None)
+                elif outputs == "dlpack":
+                    results.append(DeviceTensor(h))
+                else:
+                    results.append(shim.to_numpy(shim.Tensor(h)))
+        finally:
+            for h in slots:
+                if h:
+                    shim.delete(h)
+        return tuple(results)
+
+    def _input_handle(self, index: int, value: Any) -> int:
+        """A packed tensor handle on the model's device for input ``index``."""
+        device = self.device
+        if _is_dlpack_producer(value):
+            dl_type, dl_id = value.__dlpack_device__()
+            if dl_type == _DL_CPU and device != "cpu":
+                value = np.from_dlpack(value)  # host data for a device model: copied below
+            else:
+                want = _dl_device(device)
+                if (int(dl_type), int(dl_id)) != want:
+                    raise ModelInputError(
+                        f"{self._input_label(index)} is on {_describe_dl_device(dl_type, dl_id)}, "
+                        f"the model runs on {device}")
+                stream = _core.device_stream(device) if want[0] == _DL_CUDA else None
+                try:
+                    capsule = _export_capsule(value, stream)
+                    handle = _core.borrow_dlpack(capsule, device)
+                except (ShimError, ValueError, TypeError, BufferError, RuntimeError) as e:
+                    raise ModelInputError(f"{self._input_label(index)}: {e}") from None
+                try:
+                    self._check_dtype(index, _core.tensor_info(handle)["dtype"])
+                    return _core.packed(handle)
+                except BaseException:
+                    if _core.is_live(handle):
+                        shim.delete(handle)
+                    raise
+        array, code = self._prepare(index, value)
+        if device == "cpu" and array.flags.writeable:
+            handle = _core.borrow_array(array, code)
+        else:
+            handle = _core.copy_array(np.ascontiguousarray(array), code, device)
+        return _core.packed(handle)
+
+    def _check_dtype(self, index: int, code: int) -> None:
+        if self._input_specs is not None:
+            spec = self._input_specs[index]
+            if dtype_name(code) != spec.dtype:
+                raise ModelInputError(f"{self._input_label(index)} has dtype {dtype_name(code)}, "
+                                      f"the model expects {spec.dtype}")
+
     def _prepare(self, index: int, value: Any) -> tuple[np.ndarray, int]:
         array = np.asarray(value)
         try:
             code = dtype_code(array.dtype)
         except ValueError as e:
             raise ModelInputError(f"{self._input_label(index)}: {e}") from None
-        if self._input_specs is not None:
-            spec = self._input_specs[index]
-            if dtype_name(code) != spec.dtype:
-                raise ModelInputError(f"{self._input_label(index)} has dtype {dtype_name(code)}, "
-                                      f"the model expects {spec.dtype}")
+        self._check_dtype(index, code)
         # Strided inputs are copied into a packed tensor by the runtime; only
         # layouts it cannot describe (negative or unaligned strides) are packed here.
         if any(s < 0 or s % array.itemsize for s in array.strides):
@@ -296,6 +385,61 @@ class Model:
         state = "closed" if self.closed else f"device={self.device}"
         return (f"<aotishim.Model {self._source.name} inputs={self.input_names} "
                 f"outputs={self.output_names} {state}>")
+
+
+class DeviceTensor(_core.DeviceTensor):
+    """A model output left on the model's device (``Model.run(...,
+    outputs="dlpack")``), cpu included. It exports ``__dlpack__`` /
+    ``__dlpack_device__``: ``torch.from_dlpack(t)``, ``np.from_dlpack(t)``
+    or ``cupy.from_dlpack(t)`` share its memory, which lives until this
+    object and every such consumer are gone. For cuda the consumer's
+    ``stream=`` waits for the model's work; a consumer stream must still
+    exist when the consumer drops the memory (aotishim orders its later
+    work after that stream's before reusing it).
+    """
+
+    @property
+    def dtype(self) -> str:
+        return dtype_name(self.dtype_code)
+
+    def __repr__(self) -> str:
+        return (f"<aotishim.DeviceTensor {self.dtype}{list(self.shape)} on {self.device} "
+                f"at {self.data_ptr:#x}>")
+
+
+# DLPack device types (the spec's DLDeviceType) aotishim exchanges.
+_DL_CPU, _DL_CUDA = 1, 2
+
+
+def _is_dlpack_producer(value: Any) -> bool:
+    """A non-numpy object speaking DLPack (numpy arrays keep numpy's path)."""
+    return (not isinstance(value, (np.ndarray, np.generic))
+            and hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"))
+
+
+def _dl_device(device: str) -> tuple[int, int]:
+    kind, index = _core.parse_device(device)
+    if kind == 0:
+        return (_DL_CPU, 0)
+    if kind == 1:
+        return (_DL_CUDA, index)
+    raise ModelInputError(f"DLPack inputs are supported on cpu and cuda models, not {device}")
+
+
+def _describe_dl_device(dl_type: int, dl_id: int) -> str:
+    names = {_DL_CPU: "cpu", _DL_CUDA: f"cuda:{dl_id}", 3: "cuda pinned host memory",
+             13: "cuda managed memory", 8: "metal"}
+    return names.get(int(dl_type), f"DLPack device ({int(dl_type)}, {int(dl_id)})")
+
+
+def _export_capsule(value: Any, stream: int | None) -> Any:
+    """``value.__dlpack__`` in the newest protocol it speaks (1.x, else the
+    unversioned one), ordered before ``stream`` when one is given."""
+    kwargs = {} if stream is None else {"stream": stream}
+    try:
+        return value.__dlpack__(max_version=(1, 0), **kwargs)
+    except TypeError:  # a producer older than DLPack 1.0 (no max_version)
+        return value.__dlpack__(**kwargs)
 
 
 def _to_numpy(data: np.ndarray, sizes: Sequence[int], code: int) -> np.ndarray:

@@ -52,6 +52,44 @@ CudaDevice::~CudaDevice() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+namespace {
+
+// DLPack's stream integers are CUDA's own handles: 1 is cudaStreamLegacy,
+// 2 cudaStreamPerThread. 0 is not allowed there (ambiguous); a null handle
+// here means the legacy default stream, what a model runs on when its
+// caller passes none.
+cudaStream_t from_exchange(intptr_t stream) {
+  return stream == 0 ? cudaStreamLegacy : reinterpret_cast<cudaStream_t>(stream);
+}
+
+// Later work on `consumer` waits for what is queued on `producer` so far.
+void order_after(cudaStream_t producer, cudaStream_t consumer) {
+  if (producer == consumer) return;
+  cudaEvent_t event = nullptr;
+  AOTISHIM_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  cudaError_t err = cudaEventRecord(event, producer);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(consumer, event, 0);
+  cudaEventDestroy(event);  // released once the wait no longer needs it
+  AOTISHIM_CUDA_CHECK(err);
+}
+
+}  // namespace
+
+intptr_t CudaDevice::current_stream_handle() {
+  cudaStream_t s = stream();
+  return s == nullptr ? 1 : reinterpret_cast<intptr_t>(s);
+}
+
+void CudaDevice::order_stream_after_device(intptr_t stream) {
+  DeviceScope on(index());
+  order_after(this->stream(), from_exchange(stream));
+}
+
+void CudaDevice::order_device_after_stream(intptr_t stream) {
+  DeviceScope on(index());
+  order_after(from_exchange(stream), this->stream());
+}
+
 cudaStream_t CudaDevice::stream() const {
   // Hot path (every allocate/free/copy/gemm): only the thread-local override
   // map, no device lookup; current_stream() is for callers without a device.

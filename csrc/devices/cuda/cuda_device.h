@@ -32,6 +32,9 @@ class CudaDevice final : public Device {
   int32_t enter() override;
   void leave(int32_t previous) override;
   std::string take_runtime_error() override;
+  intptr_t current_stream_handle() override;
+  void order_stream_after_device(intptr_t stream) override;
+  void order_device_after_stream(intptr_t stream) override;
 
   // The device's own stream (current unless a stream guard says otherwise).
   cudaStream_t own_stream() const { return stream_; }

@@ -117,4 +117,28 @@ AOTISHIM_API AtenTensorHandle copy_from_host(const void* data, const std::vector
                                              const std::vector<int64_t>& strides_elems,
                                              int32_t dtype, const std::string& device);
 
+// ---- memory shared with other libraries (DLPack) ----
+// A tensor borrowing memory on `device` ("cpu", "cuda:0", ...) that aotishim
+// never frees: element [0, ...] at data + storage_offset * itemsize, strides
+// in elements (empty: packed). `keepalive` is released when the last view of
+// that storage dies.
+AOTISHIM_API AtenTensorHandle borrow_memory(const std::string& device, void* data,
+                                            const std::vector<int64_t>& sizes,
+                                            const std::vector<int64_t>& strides,
+                                            int64_t storage_offset, int32_t dtype,
+                                            std::shared_ptr<void> keepalive);
+// The memory behind a tensor, kept alive while the result lives, whatever
+// becomes of the handle or its scope (memory exported to another library).
+AOTISHIM_API std::shared_ptr<void> retain_storage(AtenTensorHandle handle);
+
+// Streams of other libraries, as integers in DLPack's encoding (CUDA: a
+// cudaStream_t, 1 the legacy and 2 the per-thread default stream). On
+// devices without streams these return 0 and do nothing.
+// The stream this thread's next work on `device` goes to.
+AOTISHIM_API intptr_t device_stream(const std::string& device);
+// Later work on `stream` waits for the work queued on `device` so far.
+AOTISHIM_API void order_stream_after_device(const std::string& device, intptr_t stream);
+// Later work on `device` waits for the work queued on `stream` so far.
+AOTISHIM_API void order_device_after_stream(const std::string& device, intptr_t stream);
+
 }  // namespace aotishim
