@@ -122,6 +122,12 @@ class Model:
                 f"{self.name} takes {len(self._input_names)} input(s) "
                 f"({self._describe_inputs()}), got {len(inputs)}")
         if outputs == "dlpack" or any(_is_dlpack_producer(a) for a in inputs):
+            if not self.device.startswith("cpu"):
+                # The cuda exchange path returned wrong numbers on an H200
+                # (tests/gpu/test_cuda_dlpack.py); it stays off until it passes.
+                raise ModelInputError(
+                    f"DLPack exchange (tensor inputs, outputs='dlpack') is enabled for cpu "
+                    f"models only; {self.name} runs on {self.device}: pass numpy arrays")
             return self._run_exchange(core, inputs, outputs)
         prepared = [self._prepare(i, a) for i, a in enumerate(inputs)]
         if self._input_specs is not None:

@@ -13,8 +13,14 @@ import pytest
 import aotishim
 from aotishim import _core, export
 
-pytestmark = pytest.mark.skipif("cuda:0" not in aotishim.devices(),
-                                reason="no CUDA device in this process")
+# DLPack exchange with cuda models is switched off (Model.run refuses it):
+# on an H200, 5 of these tests saw wrong numbers. They stay, strictly
+# expected to fail with that refusal, until the path is fixed and re-enabled.
+pytestmark = [
+    pytest.mark.skipif("cuda:0" not in aotishim.devices(), reason="no CUDA device in this process"),
+    pytest.mark.xfail(raises=aotishim.ModelInputError, strict=True,
+                      reason="DLPack exchange is enabled for cpu models only"),
+]
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("torch cannot use CUDA here", allow_module_level=True)
