@@ -179,10 +179,6 @@ def _spec(ep: "torch.export.ExportedProgram") -> dict:
             val = getattr(node, "meta", {}).get("val") if node is not None else None
             if not isinstance(val, torch.Tensor):
                 raise ValueError("non-tensor output")
-            if not all(isinstance(d, int) for d in val.shape):
-                # A data-dependent size (nonzero's row count) has no value to
-                # record, and reading one would raise a guard error.
-                raise ValueError("symbolic output shape")
             outputs.append({"name": f"output{len(outputs)}", "dtype": _dtype_name(val.dtype),
                             "shape": _dims(val.shape)})
         spec["outputs"] = outputs
