@@ -14,18 +14,6 @@ from aotishim.model import spec_path
 torch = pytest.importorskip("torch")
 
 
-def load_or_xfail(so, shim_name: str):
-    """Loads ``so``; while aotishim lacks the fallback op ``shim_name`` the
-    model needs, the load names it, and the test is an expected failure
-    (only then: any other failure fails the test)."""
-    try:
-        return aotishim.load(so)
-    except aotishim.ModelError as e:
-        if "does not provide" in str(e) and shim_name in str(e):
-            pytest.xfail(f"aotishim does not provide {shim_name} yet")
-        raise
-
-
 def rand(*shape: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
@@ -77,8 +65,7 @@ def test_dynamic_sequence_matches_eager(compiled_dynamic):
 
 def test_transformer_encoder_layer_dynamic_sequence(compiled_dynamic):
     c = compiled_dynamic("encoder_layer")
-    shim_name = "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu"
-    with load_or_xfail(c.so, shim_name) as model:
+    with aotishim.load(c.so) as model:
         for seq in (5, 33, 1, 64):
             x = rand(2, seq, 16, seed=seq)
             check_close(model(x), c.eager(x))
@@ -153,13 +140,12 @@ def test_one_symbol_must_agree_across_inputs(compiled_dynamic):
             model(rand(3, 5), rand(4, 5))
 
 
-@pytest.mark.parametrize("name, shim_name", [("nonzero", "aoti_torch_cpu_nonzero"),
-                                             ("masked_select", "aoti_torch_cpu_masked_select")])
-def test_data_dependent_output_sizes(compiled_dynamic, name, shim_name):
+@pytest.mark.parametrize("name", ["nonzero", "masked_select"])
+def test_data_dependent_output_sizes(compiled_dynamic, name):
     c = compiled_dynamic(name)
     spec = json.loads(spec_path(c.so).read_text())
     assert spec["outputs"][0]["shape"][0] is None  # known only when the model has run
-    with load_or_xfail(c.so, shim_name) as model:
+    with aotishim.load(c.so) as model:
         rng = np.random.default_rng(5)
         for density in (0.0, 0.03, 0.5, 1.0):
             # Values above 0.5 with probability `density`.

@@ -20,7 +20,14 @@ from aotishim import export  # noqa: E402
 from aotishim.zoo import real  # noqa: E402
 from models import to_numpy  # noqa: E402
 
-LOADABLE = ["mlp_static", "mlp_bf16", "nn_gru", "upsample", "where_masked_fill"]
+LOADABLE = ["mlp_static", "mlp_bf16", "nn_gru", "upsample", "where_masked_fill",
+            # One of each family the fallback ops opened: convolution,
+            # attention (vision, encoder, decoder, rotary), recurrent, index,
+            # sort and data-dependent ops.
+            "resnet18", "vit_tiny", "hf_bert", "hf_gpt2", "hf_llama", "nn_lstm",
+            "nn_transformer_encoder_layer", "embedding_layernorm", "grid_sample",
+            "index_gather_scatter", "cumsum", "topk_sort_argmax", "nonzero", "searchsorted",
+            "conv_transpose2d"]
 
 # Relative to the output's scale (its largest |value|): float32 BLAS summation
 # order differs from torch's; bfloat16 rounds every intermediate.
