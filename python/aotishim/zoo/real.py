@@ -119,13 +119,22 @@ def _vit_tiny():
     vit = _torchvision().models.vision_transformer
     module = vit.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
                                    hidden_dim=64, mlp_dim=128, num_classes=10)
-    return dict(module=module, args=(torch.randn(1, 3, 32, 32),))
+    return dict(module=_random_head(module), args=(torch.randn(1, 3, 32, 32),))
 
 
 @_entry("vit_b_16", "torchvision", requires="torchvision")
 def _vit_b_16():
-    return dict(module=_torchvision().models.vit_b_16(weights=None),
+    return dict(module=_random_head(_torchvision().models.vit_b_16(weights=None)),
                 args=(torch.randn(1, 3, 224, 224),))
+
+
+def _random_head(vit: nn.Module) -> nn.Module:
+    """torchvision starts a ViT's classifier at zero, which would make every
+    output 0 and a comparison with eager prove nothing."""
+    with torch.no_grad():
+        vit.heads.head.weight.normal_(0, 0.02)
+        vit.heads.head.bias.normal_(0, 0.02)
+    return vit
 
 
 # ---- transformers (tiny configs, nothing downloaded) ----
