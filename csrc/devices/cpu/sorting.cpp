@@ -58,54 +58,53 @@ void select_top(std::vector<std::pair<typename E::value, int64_t>>& line, int64_
   }
 }
 
-void host_topk(const TopkArgs& a) {
-  const int64_t n = a.self.dim() == 0 ? 1 : a.self.sizes[a.dim];
-  const int64_t s_stride = a.self.dim() == 0 ? 1 : a.self.strides[a.dim];
-  const int64_t v_stride = a.values.dim() == 0 ? 1 : a.values.strides[a.dim];
-  const int64_t i_stride = a.indices.dim() == 0 ? 1 : a.indices.strides[a.dim];
-  cpu::visit_dtype(a.self.dtype, [&](auto elem) {
+// Each line of self along dim as (value, index) pairs, arranged by
+// arrange(line, descending_order, ascending_order), then its first `keep`
+// pairs stored into values / indices: the walk topk and sort share.
+template <typename Arrange>
+void per_line(const Tensor& self_t, const Tensor& values_t, const Tensor& indices_t, int64_t dim,
+              int64_t keep, const Arrange& arrange) {
+  const auto stride_of = [dim](const Tensor& t) { return t.dim() == 0 ? 1 : t.strides[dim]; };
+  const int64_t n = self_t.dim() == 0 ? 1 : self_t.sizes[dim];
+  const int64_t s_stride = stride_of(self_t), v_stride = stride_of(values_t),
+                i_stride = stride_of(indices_t);
+  cpu::visit_dtype(self_t.dtype, [&](auto elem) {
     using E = decltype(elem);
     using S = typename E::storage;
     using V = typename E::value;
-    const S* self = cpu::typed<S>(a.self);
-    S* values = cpu::typed<S>(a.values);
-    int64_t* indices = cpu::typed<int64_t>(a.indices);
-    cpu::for_each_line(a.self.sizes, a.dim, {&a.self.strides, &a.values.strides, &a.indices.strides},
+    const S* self = cpu::typed<S>(self_t);
+    S* values = cpu::typed<S>(values_t);
+    int64_t* indices = cpu::typed<int64_t>(indices_t);
+    cpu::for_each_line(self_t.sizes, dim, {&self_t.strides, &values_t.strides, &indices_t.strides},
                        n, [&](const std::vector<int64_t>& off) {
       std::vector<std::pair<V, int64_t>> line;
       load_line<E>(line, self + off[0], n, s_stride);
-      if (a.largest) select_top<E>(line, a.k, a.sorted, Greater<V>{});
-      else select_top<E>(line, a.k, a.sorted, Less<V>{});
-      store_line<E>(line, a.k, values + off[1], v_stride, indices + off[2], i_stride);
+      arrange(elem, line, Greater<V>{}, Less<V>{});
+      store_line<E>(line, keep < 0 ? n : keep, values + off[1], v_stride, indices + off[2],
+                    i_stride);
     });
   });
 }
 
+void host_topk(const TopkArgs& a) {
+  per_line(a.self, a.values, a.indices, a.dim, a.k,
+           [&](auto elem, auto& line, auto greater, auto less) {
+             using E = decltype(elem);
+             if (a.largest) select_top<E>(line, a.k, a.sorted, greater);
+             else select_top<E>(line, a.k, a.sorted, less);
+           });
+}
+
 void host_sort(const SortArgs& a) {
-  const int64_t n = a.self.dim() == 0 ? 1 : a.self.sizes[a.dim];
-  const int64_t s_stride = a.self.dim() == 0 ? 1 : a.self.strides[a.dim];
-  const int64_t v_stride = a.values.dim() == 0 ? 1 : a.values.strides[a.dim];
-  const int64_t i_stride = a.indices.dim() == 0 ? 1 : a.indices.strides[a.dim];
-  cpu::visit_dtype(a.self.dtype, [&](auto elem) {
-    using E = decltype(elem);
-    using S = typename E::storage;
-    using V = typename E::value;
-    const S* self = cpu::typed<S>(a.self);
-    S* values = cpu::typed<S>(a.values);
-    int64_t* indices = cpu::typed<int64_t>(a.indices);
-    cpu::for_each_line(a.self.sizes, a.dim, {&a.self.strides, &a.values.strides, &a.indices.strides},
-                       n, [&](const std::vector<int64_t>& off) {
-      std::vector<std::pair<V, int64_t>> line;
-      load_line<E>(line, self + off[0], n, s_stride);
-      auto run = [&](auto comp) {
-        if (a.stable) std::stable_sort(line.begin(), line.end(), comp);
-        else std::sort(line.begin(), line.end(), comp);
-      };
-      if (a.descending) run(Greater<V>{});
-      else run(Less<V>{});
-      store_line<E>(line, n, values + off[1], v_stride, indices + off[2], i_stride);
-    });
-  });
+  per_line(a.self, a.values, a.indices, a.dim, -1,
+           [&](auto, auto& line, auto greater, auto less) {
+             auto run = [&](auto comp) {
+               if (a.stable) std::stable_sort(line.begin(), line.end(), comp);
+               else std::sort(line.begin(), line.end(), comp);
+             };
+             if (a.descending) run(greater);
+             else run(less);
+           });
 }
 
 AOTISHIM_REGISTER_KERNEL(ops::topk_kernel, DeviceType::CPU, host_topk);
