@@ -213,6 +213,32 @@ def test_addmm_matches_numpy(data, dtype, M, K, N, shape_index, beta, alpha, api
     check_result(out, before, prod, mag)
 
 
+# Large enough (M*N*K >= 2**18) that the cpu GEMM splits C into row or column
+# blocks over its threads; blocks cut at odd places, transposed and padded
+# operands, alpha and beta all have to land in the right block.
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=st.data(),
+    dtype=st.sampled_from(["float32", "float64"]),
+    M=st.integers(1, 300),
+    K=st.integers(48, 160),
+    N=st.integers(1, 300),
+    beta=st.sampled_from([0.0, 1.0, -0.5]),
+    alpha=st.sampled_from([1.0, 0.75]),
+)
+def test_large_addmm_split_over_threads_matches_numpy(data, dtype, M, K, N, beta, alpha):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    a = input_view(data, rng, dtype, [M, K])
+    b = input_view(data, rng, dtype, [K, N])
+    bias = make_view(rng, dtype, [M, N], [N, 1], 0)
+    out = out_view(data, rng, dtype, [M, N], fill=np.nan)
+    before = out.buf.copy()
+    shim.addmm(out.t, bias.t, a.t, b.t, beta=beta, alpha=alpha)
+    prod = alpha * (a.f64() @ b.f64()) + beta * bias.f64()
+    mag = abs(alpha) * (np.abs(a.f64()) @ np.abs(b.f64())) + np.abs(beta * bias.f64())
+    check_result(out, before, prod, mag)
+
+
 @pytest.mark.parametrize("api", ["generic", "cpu"])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
 def test_addmm_in_place_self_is_out(api, dtype):

@@ -68,21 +68,6 @@ void enable_model_input_checks() {
   std::call_once(once, [] { setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0); });
 }
 
-// CPU models run their own kernels on OpenMP threads and our fallback GEMMs
-// on BLAS threads; OpenMP threads that spin after each parallel region keep
-// the cores from the BLAS threads (measured: a 3-layer MLP ran 20x slower).
-// Ask OpenMP to wait passively unless the user chose a policy. It is read
-// when the OpenMP runtime loads, which is with the first CPU model.
-void prefer_passive_openmp() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr &&
-        std::getenv("KMP_BLOCKTIME") == nullptr) {
-      setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-    }
-  });
-}
-
 bool is_cpu(const std::string& device) { return device.substr(0, device.find(':')) == "cpu"; }
 
 std::string file_stem(const std::string& so_path) {
@@ -372,7 +357,6 @@ std::unique_ptr<Model> Model::load(const std::string& requested_path,
   require_not_forked(so_path, device);
   runner::require_loadable(so_path, runner::check_model_symbols(so_path));
   enable_model_input_checks();
-  if (is_cpu(device)) prefer_passive_openmp();  // before the library brings OpenMP in
 
   DeviceType type = DeviceType::CPU;
   int32_t index = 0;

@@ -1,20 +1,17 @@
-// The two CBLAS GEMMs the CPU ops use, behind one name whichever BLAS the
-// build found (cmake/Blas.cmake): the scipy-openblas32 wheel exports its
-// symbols with a `scipy_` prefix; Accelerate uses the plain CBLAS names.
-// Both take 32-bit integer sizes.
+// The GEMM every cpu op uses, over whichever BLAS the build found
+// (cmake/Blas.cmake): OpenBLAS from the scipy-openblas32 wheel, or Accelerate
+// on macOS. Both take 32-bit integer sizes.
+//
+// Threads: AOTInductor's generated CPU code runs its kernels on OpenMP
+// threads, and OpenBLAS has a pool of its own. On a machine with few cores
+// the two pools take turns spinning on the same cores, and a model made of
+// many small kernels and GEMMs (a transformer) ran 20-70x slower than with
+// one pool. So OpenBLAS runs on the calling thread only, and blas::gemm
+// splits a large GEMM over the OpenMP team itself (devices/cpu/parallel.h):
+// the one pool the model already uses. Accelerate schedules its own work.
 #pragma once
 
 #include <climits>
-
-#if defined(AOTISHIM_BLAS_ACCELERATE)
-#include <Accelerate/Accelerate.h>
-#define AOTISHIM_CBLAS_FN(name) cblas_##name
-#elif defined(AOTISHIM_BLAS_SCIPY_OPENBLAS)
-#include <cblas.h>
-#define AOTISHIM_CBLAS_FN(name) scipy_cblas_##name
-#else
-#error "no BLAS configured: expected AOTISHIM_BLAS_ACCELERATE or AOTISHIM_BLAS_SCIPY_OPENBLAS"
-#endif
 
 namespace aotishim::blas {
 
@@ -22,20 +19,13 @@ namespace aotishim::blas {
 constexpr long long kMaxInt = INT_MAX;
 
 // Row-major C(m x n) = alpha * op(A) @ op(B) + beta * C.
-inline void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-                 int lda, const float* b, int ldb, float beta, float* c, int ldc) {
-  AOTISHIM_CBLAS_FN(sgemm)(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                           trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
-                           beta, c, ldc);
-}
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc);
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, const double* a,
+          int lda, const double* b, int ldb, double beta, double* c, int ldc);
 
-inline void gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, const double* a,
-                 int lda, const double* b, int ldb, double beta, double* c, int ldc) {
-  AOTISHIM_CBLAS_FN(dgemm)(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                           trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
-                           beta, c, ldc);
-}
+// The threads the BLAS library itself uses per call (1 with OpenBLAS once any
+// gemm has run or this was called; what the library reports otherwise).
+int library_threads();
 
 }  // namespace aotishim::blas
-
-#undef AOTISHIM_CBLAS_FN

@@ -13,6 +13,16 @@
 namespace aotishim {
 namespace cpu {
 
+// Whether this thread already runs inside a parallel region (where work is
+// not split again).
+inline bool in_parallel_region() {
+#if defined(_OPENMP)
+  return omp_in_parallel() != 0;
+#else
+  return false;
+#endif
+}
+
 // Calls body(begin, end) over [0, n) in chunks of at least `grain` items,
 // on several threads when there is enough work.
 template <typename Body>
