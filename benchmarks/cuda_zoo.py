@@ -27,7 +27,7 @@ For every model of :mod:`aotishim.zoo.real` (or ``--models a,b``):
 what compiled, and the table always completes. Output: a markdown table
 (stdout, ``--out``) and JSON (``--json``, rewritten as results arrive).
 
-    python benchmarks/cuda_vs_torch.py --zoo [--models a,b] [--jobs 8] [--budget-s 480]
+    python benchmarks/cuda_vs_torch.py --zoo [a,b] [--jobs 12] [--budget-s 480] [--out t.md] [--json r.json]
 """
 
 from __future__ import annotations
