@@ -10,6 +10,13 @@ above the process's CUDA context baseline) and peak host RSS. Prints a table
 with ratios and writes JSON.
 
     python benchmarks/cuda_vs_torch.py [--runs 300] [--json out.json]
+
+``--zoo [a,b]`` measures the model zoo instead (benchmarks/cuda_zoo.py):
+aotishim device-resident, torch eager, torch.compile and torch's runner,
+with compile and load status and the error against eager per model.
+
+    python benchmarks/cuda_vs_torch.py --zoo [--models a,b] [--jobs 8] [--budget-s 480] \
+        [--out table.md] [--json zoo.json]
 """
 
 from __future__ import annotations
@@ -200,6 +207,10 @@ def run_child(side: str, model: Path, inputs: list[Path], outputs: Path, dtype: 
 
 
 def main() -> int:
+    if any(arg == "--zoo" or arg.startswith("--zoo=") for arg in sys.argv[1:]):
+        import cuda_zoo  # beside this file
+
+        return cuda_zoo.main(sys.argv[1:])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=300)
     p.add_argument("--warmup", type=int, default=30)

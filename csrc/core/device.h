@@ -75,6 +75,12 @@ class Device {
   virtual void order_stream_after_device(intptr_t stream) {}
   // Later work queued here waits for the work queued on `stream` so far.
   virtual void order_device_after_stream(intptr_t stream) {}
+  // Memory borrowed from another library (a DLPack producer's tensor) goes
+  // back to its owner, by releasing `keepalive`, only once the work queued
+  // here so far, which may still read or write it, has finished: the owner
+  // may reuse it at once on a queue that is not ordered after ours.
+  // Synchronous devices have nothing pending and release at once.
+  virtual void release_after_queued_work(std::shared_ptr<void> keepalive) {}
 
  protected:
   virtual void* raw_allocate(size_t nbytes) = 0;

@@ -36,7 +36,16 @@ std::shared_ptr<Storage> Storage::borrow(Device& device, void* data, size_t nbyt
 }
 
 Storage::~Storage() {
-  if (!owned_) return;
+  if (!owned_) {
+    if (keepalive_) {
+      try {
+        device_->release_after_queued_work(std::move(keepalive_));
+      } catch (const std::exception& e) {
+        log(LogLevel::Error, str("failed to hand borrowed memory back: ", e.what()));
+      }
+    }
+    return;
+  }
   try {
     device_->free(data_);
   } catch (const std::exception& e) {

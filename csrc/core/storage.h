@@ -16,7 +16,8 @@ class Storage {
  public:
   static std::shared_ptr<Storage> allocate(Device& device, size_t nbytes);
   // keepalive (optional) is released when the storage dies, e.g. the Python
-  // array whose memory is borrowed.
+  // array whose memory is borrowed; on an asynchronous device, once the work
+  // queued there by then has finished (Device::release_after_queued_work).
   static std::shared_ptr<Storage> borrow(Device& device, void* data, size_t nbytes,
                                          std::shared_ptr<void> keepalive = nullptr);
 

@@ -188,6 +188,18 @@ std::vector<AtenTensorHandle> adopt_inputs(const std::vector<AtenTensorHandle>& 
   return adopted;
 }
 
+// The stream a model's kernels go to: the one aotishim's own work for the
+// device goes to (copies, fallback ops, stream-ordered allocations, the
+// waits DLPack exchange adds for producers and consumers), so all of it is
+// one ordered queue. A null stream would put the kernels on the legacy
+// default stream, ordered with ours only through that stream's implicit
+// synchronization, which also serialises the whole device. Null for
+// devices without streams; DLPack's 1 (the legacy default stream) is null.
+void* run_stream(Device& device) {
+  const intptr_t s = device.current_stream_handle();
+  return s == 0 || s == 1 ? nullptr : reinterpret_cast<void*>(s);
+}
+
 }  // namespace
 
 std::vector<std::string> default_weights_paths(const std::string& so_path) {
@@ -318,7 +330,7 @@ std::vector<AtenTensorHandle> Model::Impl::invoke(std::vector<AtenTensorHandle>&
   target->take_runtime_error();  // an earlier caller's, not this run's
   const uint64_t check_failures = check_failure_count();
   auto err = api.run(container, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
-                     nullptr, nullptr);
+                     run_stream(*target), nullptr);
   // A check that failed inside a parallel kernel could not stop the run; its
   // outputs are not to be trusted.
   if (check_failure_count() != check_failures) {

@@ -72,6 +72,37 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def _indexed_device(device: str) -> str:
+    """``device`` with an explicit index ("cuda" -> "cuda:0"). Tracing
+    records the devices of the tensors it meets, which report an index
+    ("cuda:0"); a program moved or compiled for a bare "cuda" then holds both
+    spellings, and torch's metadata checks refuse the mix ("Tensor device
+    mismatch! Expected: cuda, Got: cuda:0")."""
+    return device if device in ("cpu", "mps") or ":" in device else f"{device}:0"
+
+
+def _check_distinct_inputs(example_args: Sequence[Any]) -> None:
+    """Refuses example inputs that share memory. ``torch.export`` records
+    such aliasing as a fact of the program: given one tensor for ``x`` and
+    ``y`` it exports a program that reads only one of them, so the compiled
+    model silently ignores an input."""
+    seen: dict[int, int] = {}
+    leaves = torch.utils._pytree.tree_leaves(tuple(example_args))
+    for i, leaf in enumerate(leaves):
+        if not isinstance(leaf, torch.Tensor) or leaf.numel() == 0:
+            continue
+        try:
+            base = leaf.untyped_storage().data_ptr()
+        except (RuntimeError, NotImplementedError):  # fake or meta tensors: no memory
+            continue
+        if base in seen:
+            raise ValueError(
+                f"example inputs {seen[base]} and {i} share memory; torch.export would "
+                f"compile a program that reads only one of them. Pass distinct tensors "
+                f"(e.g. x.clone())")
+        seen[base] = i
+
+
 def _move(value: Any, device: str) -> Any:
     return torch.utils._pytree.tree_map(
         lambda v: v.to(device) if isinstance(v, torch.Tensor) else v, value)
@@ -202,9 +233,8 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
     """
     name = name or type(module).__name__
     _check_name_and_device(name, device)
-    # An explicit index: tracing records devices, and a bare "cuda" recorded
-    # beside tensors that report "cuda:0" fails torch's own metadata asserts.
-    target = device if device in ("cpu", "mps") or ":" in device else f"{device}:0"
+    _check_distinct_inputs(example_args)
+    target = _indexed_device(device)
     args = tuple(_move(tuple(example_args), target))
     if device != "cpu":
         # nn.Module.to moves parameters in place: move a copy, not the caller's module.
@@ -237,11 +267,12 @@ def compile_exported(ep: "torch.export.ExportedProgram", out_dir: str | Path, *,
     exported with: the same files, the same atomicity. A program whose
     weights are on another device is moved to ``device`` first."""
     _check_name_and_device(name, device)
+    target = _indexed_device(device)
     held = _program_device(ep)
-    if held is not None and held != torch.device(device):
+    if held is not None and held != torch.device(target):
         from torch.export.passes import move_to_device_pass
 
-        ep = move_to_device_pass(ep, device)
+        ep = move_to_device_pass(ep, target)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     spec = _spec(ep)
@@ -331,6 +362,7 @@ def compile_cached(module: torch.nn.Module, example_args: Sequence[Any],
     """
     name = name or type(module).__name__
     args = tuple(example_args)
+    _check_distinct_inputs(args)  # before the cache: no aliased model is ever reused
     key = _fingerprint(module, args, name, device, dynamic_shapes)
     cache = Path(cache_dir)
     so = cache / f"{name}-{key}.so"

@@ -102,8 +102,12 @@ class Model:
         tensor, a CuPy array) on the model's device, whose memory the model
         reads in place, without a copy (strided or offset views are packed on
         the device first). For a cuda model the producer is asked to order
-        its pending work before aotishim's stream (DLPack's ``stream=``).
-        Host tensors given to a cuda model are copied to it, as numpy arrays are.
+        its pending work before aotishim's stream (DLPack's ``stream=``), the
+        model runs on that stream, and the producer gets its memory back only
+        once the work queued there has finished (a producer's allocator may
+        otherwise hand it to a writer on another stream while the model still
+        reads it). Host tensors given to a cuda model are copied to it, as
+        numpy arrays are.
 
         ``outputs="numpy"`` (the default) returns numpy arrays (bfloat16 as
         ``ml_dtypes.bfloat16``); ``outputs="dlpack"`` returns
@@ -122,12 +126,6 @@ class Model:
                 f"{self.name} takes {len(self._input_names)} input(s) "
                 f"({self._describe_inputs()}), got {len(inputs)}")
         if outputs == "dlpack" or any(_is_dlpack_producer(a) for a in inputs):
-            if not self.device.startswith("cpu"):
-                # The cuda exchange path returned wrong numbers on an H200
-                # (tests/gpu/test_cuda_dlpack.py); it stays off until it passes.
-                raise ModelInputError(
-                    f"DLPack exchange (tensor inputs, outputs='dlpack') is enabled for cpu "
-                    f"models only; {self.name} runs on {self.device}: pass numpy arrays")
             return self._run_exchange(core, inputs, outputs)
         prepared = [self._prepare(i, a) for i, a in enumerate(inputs)]
         if self._input_specs is not None:

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The whole GPU check in one go, on a machine with an NVIDIA GPU, CUDA (nvcc),
 # torch with CUDA, pybind11 and scikit-build-core: build and install aotishim
-# with its cuda backend, compile the test models, run tests/gpu, run the
-# benchmark. Logs go to $OUT (default ./gpu-out).
-#   PHASES="build models test bench" (default: all)   TIMEOUT_<PHASE>=seconds
+# with its cuda backend, compile the test models, run tests/gpu, run the zoo
+# benchmark. Logs go to $OUT (default ./gpu-out); $OUT/summary.txt says what
+# each phase did and where its log is.
+#   PHASES="build models test bench" (default; also "pair": the two-model
+#   aotishim-vs-torch-runner comparison)   TIMEOUT_<PHASE>=seconds
+#   TOTAL_S=540: the whole run's time; each phase gets what is left of it, and
+#   the benchmark measures within what remains (its table always completes).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -11,11 +15,32 @@ OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 PHASES=${PHASES:-build models test bench}
+TOTAL_S=${TOTAL_S:-540}
 export PYTHONUNBUFFERED=1
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 export AOTISHIM_TEST_MODEL_CACHE=${AOTISHIM_TEST_MODEL_CACHE:-/tmp/aotishim-gpu-models}
 has() { [[ " $PHASES " == *" $1 "* ]]; }
 status=0
+# Seconds a step may take: its own limit, or what is left of TOTAL_S less a
+# margin for the steps after it, whichever is smaller (at least 30).
+cap() {
+  local left=$((TOTAL_S - SECONDS - ${2:-20}))
+  [ "$left" -lt "$1" ] && echo $((left > 30 ? left : 30)) || echo "$1"
+}
+note() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$OUT/summary.txt"; }
+# Runs a step under `timeout`, noting how it ended (124: out of time).
+step() {
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS rc
+  timeout "$limit" "$@"
+  rc=$?
+  if [ $rc -eq 0 ]; then note "$name: ok ($((SECONDS - t0)) s)"
+  elif [ $rc -eq 124 ]; then note "$name: TIMED OUT after $limit s"; status=1
+  else note "$name: FAILED (exit $rc, $((SECONDS - t0)) s)"; status=1; fi
+  return $rc
+}
+: > "$OUT/summary.txt"
+note "phases: $PHASES; time: ${TOTAL_S} s"
 
 {
   date -u
@@ -23,6 +48,7 @@ status=0
   nvcc --version | tail -2
   $PY -c "import sys, torch; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
   $PY -c "import ml_dtypes, hypothesis, pytest, numpy; print('ml_dtypes', ml_dtypes.__version__, 'numpy', numpy.__version__)"
+  $PY -c "import cupy; print('cupy', cupy.__version__)" || echo "no CuPy (its DLPack test is skipped)"
   echo "libcublas copies in site-packages:"
   $PY -c "import site; print('\n'.join(site.getsitepackages()))" | while read -r d; do
     find "$d" -name 'libcublas.so*' 2>/dev/null; done
@@ -41,10 +67,16 @@ build() {  # CMAKE_ARGS, CC, CXX, CUDAHOSTCXX choose the toolchain for an attemp
   rm -rf build/cp*
   if ! timeout "${TIMEOUT_BUILD:-300}" $PY -m pip install -v --no-build-isolation --no-deps \
       --force-reinstall . > "$OUT/build.log" 2>&1; then
-    echo "BUILD FAILED"; tail -60 "$OUT/build.log"; exit 1
+    note "build: FAILED (build.log)"; tail -60 "$OUT/build.log"; exit 1
   fi
   echo "build+install: $((SECONDS - t0)) s" | tee -a "$OUT/env.txt"
 }
+
+# A bench-only run on a machine where aotishim is not installed builds first.
+if has bench && ! has build && ! (cd /tmp && $PY -c "import aotishim" 2>/dev/null); then
+  note "aotishim is not installed here: building first"
+  PHASES="build $PHASES"
+fi
 
 if has build; then
   # The CPU BLAS wheel the build needs, carried as a wheel when missing there.
@@ -52,6 +84,7 @@ if has build; then
     $PY -m pip install -q --no-index --no-deps .whl/*.whl >> "$OUT/env.txt" 2>&1
   fi
   build
+  note "build: done ($SECONDS s in)"
   if ! smoke; then
     # Record why (diagnose.sh), then try the system compiler. (The machine's
     # default toolchain links libstdc++ statically; CMakeLists.txt keeps each
@@ -85,10 +118,12 @@ PY
 cd "$ROOT"
 
 if has models; then
-  echo "== models" | tee "$OUT/models.log"
-  t0=$SECONDS
-  timeout "${TIMEOUT_MODELS:-300}" $PY tests/gpu/cuda_models.py >> "$OUT/models.log" 2>&1 || status=1
-  echo "compile: $((SECONDS - t0)) s" | tee -a "$OUT/models.log"
+  # The test models and the zoo models of test_cuda_zoo.py, compiled in a
+  # pool of processes so the tests find them cached.
+  echo "== models" > "$OUT/models.log"
+  step "models (compile, log models.log)" "$(cap "${TIMEOUT_MODELS:-300}" 200)" \
+    $PY tests/gpu/cuda_models.py >> "$OUT/models.log" 2>&1
+  note "models: $(grep -c FAILED "$OUT/models.log") compile(s) failed (models.log names them)"
   {
     echo "== undefined dynamic symbols of the compiled CUDA models (count of models needing each)"
     for so in "$AOTISHIM_TEST_MODEL_CACHE"/cuda/*.so; do
@@ -124,31 +159,51 @@ if has test; then
     export LD_PRELOAD=$($PY -c "import ctypes.util; print(ctypes.util.find_library('stdc++') or '')")
     model_smoke || echo "model smoke failed again" | tee -a "$OUT/env.txt"
   fi
+  # Each file's log in $OUT; -s keeps the DLPack checks' error lines, -rA
+  # the captured output of every test.
+  t() {  # t LOG TIMEOUT FILES...
+    local log=$1 limit=$2; shift 2
+    step "pytest $* (log $log)" "$(cap "$limit" 60)" $PY -m pytest "$@" -v -p no:cacheprovider \
+      -rA > "$OUT/$log" 2>&1
+    tail -3 "$OUT/$log"
+  }
   echo "== tests/gpu"
-  timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_device.py -v -p no:cacheprovider \
-    -rs > "$OUT/pytest.log" 2>&1 || status=1
-  tail -3 "$OUT/pytest.log"
-  timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_models.py \
-    tests/gpu/test_cuda_recurrent.py -v -p no:cacheprovider -rs > "$OUT/pytest_models.log" 2>&1 || status=1
-  tail -3 "$OUT/pytest_models.log"
+  t pytest.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_device.py
+  t pytest_models.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_models.py tests/gpu/test_cuda_recurrent.py
   # Several GPUs in one process (skipped with one) and runtime errors.
-  timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_multi_gpu.py \
-    tests/gpu/test_cuda_errors.py -v -p no:cacheprovider -rs > "$OUT/pytest_multi.log" 2>&1 || status=1
-  tail -3 "$OUT/pytest_multi.log"
+  t pytest_multi.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_multi_gpu.py tests/gpu/test_cuda_errors.py
+  # DLPack exchange with torch and CuPy; every check prints "DLPACK ... max_abs_err".
+  t pytest_dlpack.log "${TIMEOUT_TEST:-200}" -s tests/gpu/test_cuda_dlpack.py
+  grep "^DLPACK" "$OUT/pytest_dlpack.log" > "$OUT/dlpack_errors.txt" || true
   # The fallback ops against torch (attention, convolution, topk, nonzero),
   # then the zoo models that need them.
-  timeout "${TIMEOUT_TEST:-200}" $PY -m pytest tests/gpu/test_cuda_ops.py -v -p no:cacheprovider \
-    -rs > "$OUT/pytest_ops.log" 2>&1 || status=1
-  tail -3 "$OUT/pytest_ops.log"
-  timeout "${TIMEOUT_ZOO:-600}" $PY -m pytest tests/gpu/test_cuda_zoo.py -v -s -p no:cacheprovider \
-    -rs > "$OUT/pytest_zoo.log" 2>&1 || status=1
-  tail -3 "$OUT/pytest_zoo.log"
+  t pytest_ops.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_ops.py
+  t pytest_zoo.log "${TIMEOUT_ZOO:-300}" -s tests/gpu/test_cuda_zoo.py
 fi
 
 if has bench; then
-  echo "== benchmark"
-  timeout "${TIMEOUT_BENCH:-300}" $PY benchmarks/cuda_vs_torch.py --json "$OUT/bench.json" \
-    > "$OUT/bench.txt" 2>&1 || status=1
-  tail -30 "$OUT/bench.txt"
+  # The zoo table: aotishim device-resident against torch eager, torch.compile
+  # and torch's runner, per model (benchmarks/cuda_zoo.py). It compiles in a
+  # pool, caches by model, torch and source, and stops compiling in time to
+  # measure what compiled within the budget left; a rerun continues from the
+  # cache. Kernels compiled for the zoo tests are reused through Inductor's cache.
+  echo "== benchmark (zoo)"
+  budget=$((TOTAL_S - SECONDS - 20))
+  [ "$budget" -lt 120 ] && budget=120
+  note "bench: budget $budget s"
+  step "bench zoo (table zoo.md, log bench.txt, workers zoo-logs/)" "$((budget + 60))" \
+    env TORCHINDUCTOR_CACHE_DIR="$AOTISHIM_TEST_MODEL_CACHE/cuda/inductor" \
+    $PY benchmarks/cuda_vs_torch.py --zoo --budget-s "$budget" \
+    --cache "$AOTISHIM_TEST_MODEL_CACHE/zoo-bench" --logs "$OUT/zoo-logs" \
+    --json "$OUT/zoo.json" --out "$OUT/zoo.md" > "$OUT/bench.txt" 2>&1
+  tail -60 "$OUT/bench.txt"
 fi
+
+if has pair; then
+  echo "== benchmark (two models, aotishim against torch's runner)"
+  step "bench pair (log bench_pair.txt)" "$(cap "${TIMEOUT_PAIR:-300}" 10)" \
+    $PY benchmarks/cuda_vs_torch.py --json "$OUT/bench_pair.json" > "$OUT/bench_pair.txt" 2>&1
+  tail -30 "$OUT/bench_pair.txt"
+fi
+note "done: status $status"
 exit $status

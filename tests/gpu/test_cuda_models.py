@@ -115,3 +115,31 @@ def test_model_file_stands_alone_without_inductor_cache(tmp_path):
             c.check(model.run(*c.inputs), **TOL["float32"])
     finally:
         os.rename(hidden, cache)
+
+
+def test_model_runs_on_the_device_stream_not_the_legacy_default_stream():
+    """A model's kernels go to aotishim's own stream, the one its copies,
+    GEMMs and DLPack waits use. When the runner passed the model no stream
+    they went to the legacy default stream, which waits for every blocking
+    stream of the process: a long kernel on an unrelated stream held the run
+    back until it finished (and stream_query below found it done)."""
+    import ctypes
+
+    import cuda_helpers as ch
+
+    not_ready = 600  # cudaErrorNotReady
+    c = compiled("mlp")
+    other = ch.new_stream()  # blocking, like most streams other libraries make
+    try:
+        with aotishim.load(c.so, device="cuda") as model:
+            c.check(model.run(*c.inputs), **TOL["float32"])  # handles, pool, first-run work
+            with torch.cuda.stream(torch.cuda.ExternalStream(other)):
+                torch.cuda._sleep(2_000_000_000)  # about a second
+            got = model.run(*c.inputs)  # numpy out: returns once its stream is done
+            busy = ch.cudart().cudaStreamQuery(ctypes.c_void_p(other))
+            print(f"the unrelated stream when run returned: {'busy' if busy == not_ready else busy}")
+            assert busy == not_ready, "the run waited for an unrelated stream's kernel"
+            c.check(got, **TOL["float32"])
+    finally:
+        ch.sync_stream(other)
+        ch.destroy_stream(other)

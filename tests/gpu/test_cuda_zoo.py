@@ -5,7 +5,6 @@ on both sides). The models come from aotishim.zoo.real."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -21,23 +20,11 @@ if not torch.cuda.is_available():
     pytest.skip("torch cannot use CUDA here", allow_module_level=True)
 real = pytest.importorskip("aotishim.zoo.real", reason="the model zoo (aotishim.zoo.real) is not in this tree")
 
-from aotishim import export  # noqa: E402
+import cuda_models  # noqa: E402
 
-# The zoo models whose CUDA programs call these kernels.
-NAMES = ["resnet18", "mobilenet_v3_small", "vit_tiny", "hf_bert", "hf_gpt2",
-         "nn_transformer_encoder_layer", "nn_transformer_encoder_layer_bf16", "sdpa",
-         "sdpa_causal", "conv1d", "conv2d_bn_pool", "conv_transpose2d", "topk_sort_argmax",
-         "nonzero"]
+# Compiled in the precompile step (cuda_models.py) when run through run_on_h200.sh.
+NAMES = cuda_models.ZOO
 TOL = {"float32": 1e-4, "bfloat16": 2e-2}
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("AOTISHIM_TEST_MODEL_CACHE",
-                          Path(__file__).resolve().parents[2] / "build" / "test-models")
-    path = Path(root) / "cuda-zoo"
-    path.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(path / "inductor"))
-    return path
 
 
 def to_numpy(x):
@@ -66,10 +53,7 @@ def no_tf32():
 def test_zoo_model_on_cuda_matches_eager(name):
     if not real.available(name):
         pytest.skip(f"{name} needs a package that is not installed")
-    zm = real.build(name)
-    module = zm.module.to("cuda:0")
-    args = tuple(a.to("cuda:0") for a in zm.args)
-    so = export.compile_cached(module, args, cache_dir(), name=f"zoo_{name}_cuda", device="cuda")
+    zm, module, args, so = cuda_models.compile_zoo(name)
     with torch.no_grad():
         expected = [to_numpy(e) for e in flat_outputs(module(*args))]
     # Which shims the program needs, for the log.

@@ -90,6 +90,11 @@ void CudaDevice::order_device_after_stream(intptr_t stream) {
   order_after(from_exchange(stream), this->stream());
 }
 
+void CudaDevice::release_after_queued_work(std::shared_ptr<void> keepalive) {
+  DeviceScope on(index());
+  borrowed_.add(std::move(keepalive), stream());
+}
+
 cudaStream_t CudaDevice::stream() const {
   // Hot path (every allocate/free/copy/gemm): only the thread-local override
   // map, no device lookup; current_stream() is for callers without a device.
@@ -136,6 +141,7 @@ void CudaDevice::download(void* host_dst, const Tensor& src) {
   AOTISHIM_CUDA_CHECK(cudaStreamSynchronize(s));
   synchronizes_.fetch_add(1, std::memory_order_relaxed);
   count_command();
+  borrowed_.reap();
 }
 
 void CudaDevice::upload(const Tensor& dst, const void* host_src) {
@@ -162,6 +168,7 @@ void CudaDevice::synchronize() {
   DeviceScope on(index());
   AOTISHIM_CUDA_CHECK(cudaDeviceSynchronize());
   synchronizes_.fetch_add(1, std::memory_order_relaxed);
+  borrowed_.reap();  // all of it is due now
 }
 
 DeviceCounters CudaDevice::counters() const {

@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "devices/cuda/cublas_api.h"
+#include "devices/cuda/deferred_release.h"
 #include "core/device.h"
 #include "ops/gemm.h"
 
@@ -35,6 +36,7 @@ class CudaDevice final : public Device {
   intptr_t current_stream_handle() override;
   void order_stream_after_device(intptr_t stream) override;
   void order_device_after_stream(intptr_t stream) override;
+  void release_after_queued_work(std::shared_ptr<void> keepalive) override;
 
   // The device's own stream (current unless a stream guard says otherwise).
   cudaStream_t own_stream() const { return stream_; }
@@ -56,6 +58,7 @@ class CudaDevice final : public Device {
   bool use_pool_ = false;
   std::mutex cublas_mutex_;
   std::map<cudaStream_t, cublas::Handle> cublas_;  // by stream
+  DeferredReleases borrowed_;  // producers' memory the GPU may still use
   std::atomic<uint64_t> synchronizes_{0};
   std::atomic<uint64_t> commands_{0};
 };

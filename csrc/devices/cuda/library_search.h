@@ -1,0 +1,54 @@
+// Finding an NVIDIA library at run time (cuBLAS, cuDNN): the backend loads
+// where the library is absent, and only work that needs it reports it
+// missing, naming every place that was tried.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace aotishim {
+namespace cuda {
+
+struct LibrarySearch {
+  const char* what;                  // "cuBLAS", for messages
+  const char* env;                   // the override: a file, or the folder holding one
+  std::vector<const char*> sonames;  // in order of preference
+  // Folders of NVIDIA's pip wheels, relative to the folder of this plugin.
+  std::vector<const char*> wheel_dirs;
+  // Libraries the chosen one loads from its own folder by soname: loaded
+  // first from there when it is found outside the loader's path (optional).
+  std::vector<const char*> siblings;
+};
+
+struct FoundLibrary {
+  void* handle;  // stays loaded for the life of the process
+  std::string path;
+};
+
+// Where to look, in order: the override alone if set (so a wrong path is
+// reported, not silently replaced by another copy), else the loader's search
+// path (which also finds a copy already loaded, e.g. by torch), then the
+// wheels beside the package.
+std::vector<std::string> candidate_paths(const LibrarySearch& search);
+
+// The first candidate that loads. Throws `why_needed` followed by every
+// candidate tried and the loader's reason for each.
+FoundLibrary load_library(const LibrarySearch& search, const std::string& why_needed);
+
+// dlsym: the symbol's address in a loaded library, or null.
+void* find_symbol(void* handle, const char* symbol);
+
+// A function of a loaded library; a missing required one is an error naming
+// the library and the symbol.
+template <typename Fn>
+void resolve_symbol(const FoundLibrary& lib, const LibrarySearch& search, const char* symbol,
+                    Fn& fn, bool required = true) {
+  fn = reinterpret_cast<Fn>(find_symbol(lib.handle, symbol));
+  AOTISHIM_CHECK(fn != nullptr || !required, search.what, " at ", lib.path, " lacks the symbol ",
+                 symbol);
+}
+
+}  // namespace cuda
+}  // namespace aotishim
