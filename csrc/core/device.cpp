@@ -5,9 +5,11 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/library_path.h"
+#include "core/tensor.h"
 
 namespace aotishim {
 
@@ -82,6 +84,11 @@ Device* find_created(Devices& d, DeviceType type, int32_t index) {
   return it == d.created.end() ? nullptr : it->second.get();
 }
 }  // namespace
+
+void Device::upload_zeros(const Tensor& dst_packed) {
+  const std::vector<char> zeros(dst_packed.extent_bytes(), 0);
+  if (!zeros.empty()) upload(dst_packed, zeros.data());
+}
 
 std::string Device::name() const {
   if (type_ == DeviceType::CPU) return "cpu";

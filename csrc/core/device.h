@@ -51,6 +51,9 @@ class Device {
   // access safe (waits for pending work that touches those bytes).
   virtual void download(void* host_dst, const Tensor& src_packed) = 0;
   virtual void upload(const Tensor& dst_packed, const void* host_src) = 0;
+  // dst's bytes set to zero. By default an upload of host zeros; a device
+  // with queues fills on the device instead (no wait for the host).
+  virtual void fill_zero(const Tensor& dst_packed) { upload_zeros(dst_packed); }
   virtual void synchronize() {}
   virtual DeviceCounters counters() const { return {}; }
 
@@ -83,6 +86,8 @@ class Device {
   virtual void release_after_queued_work(std::shared_ptr<void> keepalive) {}
 
  protected:
+  // fill_zero's default: an upload of host zeros (exported for the backend plugins).
+  AOTISHIM_API void upload_zeros(const Tensor& dst_packed);
   virtual void* raw_allocate(size_t nbytes) = 0;
   virtual void raw_free(void* base, size_t nbytes) = 0;
 

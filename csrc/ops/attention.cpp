@@ -140,8 +140,7 @@ Tensor empty_matching(const Tensor& q, const std::vector<int64_t>& sizes) {
 // A zero-filled tensor (the philox seed/offset slots: no dropout, no RNG state).
 Tensor zeros(Device& device, DType dtype, std::vector<int64_t> sizes) {
   Tensor t = make_empty(device, dtype, std::move(sizes));
-  std::vector<char> host(static_cast<size_t>(t.numel()) * t.itemsize(), 0);
-  if (!host.empty()) device.upload(t, host.data());
+  device.fill_zero(t);  // queued on the device: no wait for the host per call
   return t;
 }
 

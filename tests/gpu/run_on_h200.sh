@@ -117,6 +117,15 @@ PY
 } >> "$OUT/env.txt" 2>&1 || echo "cuBLAS discovery or device check FAILED (see env.txt)" | tee -a "$OUT/env.txt"
 cd "$ROOT"
 
+# Diagnostics that compile their own models: started now, in the background,
+# so their compiles overlap the test models' (phase "diag").
+if has diag; then
+  note "diag: bfloat16 GPT-2 variants started in the background (diag_gpt2.txt)"
+  (timeout "$(cap 420 60)" $PY tests/gpu/diag_gpt2_bf16.py "$OUT/diag_gpt2" \
+     > "$OUT/diag_gpt2.txt" 2>&1; echo "exit $?" >> "$OUT/diag_gpt2.txt") &
+  DIAG_PID=$!
+fi
+
 if has models; then
   # The test models and the zoo models of test_cuda_zoo.py, compiled in a
   # pool of processes so the tests find them cached.
@@ -179,6 +188,23 @@ if has test; then
   # then the zoo models that need them.
   t pytest_ops.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_ops.py
   t pytest_zoo.log "${TIMEOUT_ZOO:-300}" -s tests/gpu/test_cuda_zoo.py
+  # The convolution with cuDNN's heuristics choosing (the default times them).
+  AOTISHIM_CUDNN_ALGO=heuristic t pytest_conv_heuristic.log "${TIMEOUT_TEST:-120}" \
+    tests/gpu/test_cuda_ops.py -k convolution
+fi
+
+if has diag; then
+  step "diag: DLPack input release (diag_dlpack.txt)" "$(cap 90 60)" \
+    bash -c "cd tests/gpu && $PY diag_dlpack_release.py > '$OUT/diag_dlpack.txt' 2>&1"
+  wait "$DIAG_PID"
+  note "diag: bfloat16 GPT-2 variants done"
+  grep -E "^GPT2BF16|^exit" "$OUT/diag_gpt2.txt" | tee -a "$OUT/summary.txt"
+fi
+
+if has convbench; then
+  step "convbench (conv_cuda.txt)" "$(cap 120 60)" \
+    bash -c "$PY benchmarks/conv_cuda.py > '$OUT/conv_cuda.txt' 2>&1"
+  cat "$OUT/conv_cuda.txt"
 fi
 
 if has bench; then
@@ -193,7 +219,7 @@ if has bench; then
   note "bench: budget $budget s"
   step "bench zoo (table zoo.md, log bench.txt, workers zoo-logs/)" "$((budget + 60))" \
     env TORCHINDUCTOR_CACHE_DIR="$AOTISHIM_TEST_MODEL_CACHE/cuda/inductor" \
-    $PY benchmarks/cuda_vs_torch.py --zoo --budget-s "$budget" \
+    $PY benchmarks/cuda_vs_torch.py --zoo ${ZOO_MODELS:-} --budget-s "$budget" \
     --cache "$AOTISHIM_TEST_MODEL_CACHE/zoo-bench" --logs "$OUT/zoo-logs" \
     --json "$OUT/zoo.json" --out "$OUT/zoo.md" > "$OUT/bench.txt" 2>&1
   tail -60 "$OUT/bench.txt"

@@ -144,6 +144,14 @@ void CudaDevice::download(void* host_dst, const Tensor& src) {
   borrowed_.reap();
 }
 
+void CudaDevice::fill_zero(const Tensor& dst) {
+  size_t n = dst.extent_bytes();
+  if (n == 0) return;
+  DeviceScope on(index());
+  AOTISHIM_CUDA_CHECK(cudaMemsetAsync(dst.data(), 0, n, stream()));
+  count_command();
+}
+
 void CudaDevice::upload(const Tensor& dst, const void* host_src) {
   size_t n = dst.extent_bytes();
   if (n == 0) return;

@@ -28,6 +28,7 @@ class CudaDevice final : public Device {
   void copy(const Tensor& dst, const Tensor& src) override;
   void download(void* host_dst, const Tensor& src) override;
   void upload(const Tensor& dst, const void* host_src) override;
+  void fill_zero(const Tensor& dst) override;
   void synchronize() override;
   DeviceCounters counters() const override;
   int32_t enter() override;

@@ -71,6 +71,9 @@ struct Api {
   Status (*set_conv_math_type)(ConvDesc, int math_type);
   Status (*get_fwd_algos)(Handle, TensorDesc x, FilterDesc w, ConvDesc, TensorDesc y,
                           int requested, int* returned, AlgoPerf* results);
+  // Times every algorithm (synchronously) and returns them fastest first.
+  Status (*find_fwd_algos)(Handle, TensorDesc x, FilterDesc w, ConvDesc, TensorDesc y,
+                           int requested, int* returned, AlgoPerf* results);
   Status (*fwd_workspace_size)(Handle, TensorDesc x, FilterDesc w, ConvDesc, TensorDesc y,
                                int algo, size_t* bytes);
   Status (*forward)(Handle, const void* alpha, TensorDesc x_desc, const void* x,
@@ -78,6 +81,8 @@ struct Api {
                     size_t workspace_bytes, const void* beta, TensorDesc y_desc, void* y);
   Status (*get_bwd_data_algos)(Handle, FilterDesc w, TensorDesc dy, ConvDesc, TensorDesc dx,
                                int requested, int* returned, AlgoPerf* results);
+  Status (*find_bwd_data_algos)(Handle, FilterDesc w, TensorDesc dy, ConvDesc, TensorDesc dx,
+                                int requested, int* returned, AlgoPerf* results);
   Status (*bwd_data_workspace_size)(Handle, FilterDesc w, TensorDesc dy, ConvDesc,
                                     TensorDesc dx, int algo, size_t* bytes);
   Status (*backward_data)(Handle, const void* alpha, FilterDesc w_desc, const void* w,

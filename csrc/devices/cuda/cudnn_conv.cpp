@@ -2,12 +2,14 @@
 // format, NCHW or NHWC (channels last): out's, when out is dense in one of
 // them, so the common cases copy nothing; inputs in another layout are packed
 // on the stream first. A transposed convolution is cuDNN's backward-data of
-// the forward one with the same parameters. The algorithm is picked once per
-// problem (cuDNN's heuristics) and remembered; its workspace comes from the
-// device's stream-ordered allocator. float32 runs without TF32, as torch's
+// the forward one with the same parameters. Descriptors and the algorithm
+// (timed once per problem, see time_algorithms) are kept per problem; the
+// workspace comes from the device's stream-ordered allocator. float32 runs without TF32, as torch's
 // convolutions do with allow_tf32 off.
 #include <climits>
+#include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -130,10 +132,21 @@ void set_tensor(const TensorDesc& desc, const Tensor& t, const std::vector<int64
                   shape_string(t.strides), ")"));
 }
 
+// Everything about one problem that does not change from call to call: the
+// descriptors, the algorithm and its workspace size. Built on the first call
+// and kept, so a later call is a lookup and the cuDNN calls that do the work.
+struct Plan {
+  TensorDesc x, y, bias;
+  FilterDesc w;
+  ConvDesc conv;
+  int algo = -1;
+  size_t workspace = 0;
+};
+
 struct Handles {
   std::mutex mutex;  // a handle is used by one thread at a time
   std::map<int32_t, cudnn::Handle> by_device;
-  std::map<std::string, int> algo;  // problem -> chosen algorithm
+  std::map<std::string, std::unique_ptr<Plan>> plans;  // by problem_key
 };
 
 Handles& handles() {
@@ -157,7 +170,113 @@ std::string problem_key(int32_t device_index, const Tensor& x, const Tensor& w, 
              channels_last ? " nhwc " : " nchw ", shape_string(x.sizes), shape_string(x.strides),
              shape_string(w.sizes), shape_string(y.sizes), shape_string(y.strides),
              shape_string(c.stride), shape_string(c.padding), shape_string(c.dilation), " g",
-             c.groups);
+             c.groups, c.has_bias ? " b" : "");
+}
+
+// How the algorithm is chosen: by timing every candidate once per problem
+// (cuDNN's Find; what torch does with cudnn.benchmark), or by cuDNN's
+// heuristics alone (AOTISHIM_CUDNN_ALGO=heuristic: no timing run, but it can
+// pick a slow algorithm).
+bool time_algorithms() {
+  static const bool timed = [] {
+    const char* v = std::getenv("AOTISHIM_CUDNN_ALGO");
+    return v == nullptr || std::string(v) != "heuristic";
+  }();
+  return timed;
+}
+
+// The bias (one value per output channel) as a tensor broadcast over y.
+Tensor bias_view(CudaDevice& device, const ConvArgs& c, int64_t ndim) {
+  Tensor b = make_view(c.bias, {c.bias.numel()}, {c.bias.dim() > 0 ? c.bias.strides.back() : 1},
+                       c.bias.storage_offset);
+  if (b.sizes[0] > 1 && b.strides[0] != 1) {
+    Tensor packed = make_empty(device, b.dtype, b.sizes);
+    device.copy(packed, b);
+    b = packed;
+  }
+  std::vector<int64_t> sizes(ndim, 1), strides(ndim, 1);
+  sizes[1] = b.sizes[0];
+  strides[0] = b.sizes[0];
+  return make_view(b, sizes, strides, b.storage_offset);
+}
+
+std::unique_ptr<Plan> make_plan(CudaDevice& device, cudnn::Handle h, const ConvArgs& c,
+                                const Tensor& x, const Tensor& w, const Tensor& y,
+                                const std::vector<int64_t>& stride,
+                                const std::vector<int64_t>& padding,
+                                const std::vector<int64_t>& dilation, bool channels_last) {
+  const cudnn::Api& api = cudnn::api();
+  auto plan = std::make_unique<Plan>();
+  const int type = data_type(x.dtype);
+  const int nsp = static_cast<int>(stride.size());
+  // x and y are dense in the format: its strides are theirs.
+  set_tensor(plan->x, x, format_strides(x.sizes, channels_last));
+  set_tensor(plan->y, y, format_strides(y.sizes, channels_last));
+  int wdims[8], pads[3], strides[3], dils[3];
+  for (int64_t d = 0; d < w.dim(); ++d) wdims[d] = to_int(w.sizes[d], "weight size");
+  for (int d = 0; d < nsp; ++d) {
+    pads[d] = to_int(padding[d], "padding");
+    strides[d] = to_int(stride[d], "stride");
+    dils[d] = to_int(dilation[d], "dilation");
+  }
+  CUDNN_CHECK(api.set_filter_nd(plan->w.d, type,
+                                channels_last ? cudnn::kFormatNHWC : cudnn::kFormatNCHW,
+                                static_cast<int>(w.dim()), wdims),
+              str("cudnnSetFilterNdDescriptor(", shape_string(w.sizes), ")"));
+  const int compute = x.dtype == DType::Float64 ? cudnn::kDataDouble : cudnn::kDataFloat;
+  CUDNN_CHECK(api.set_conv_nd(plan->conv.d, nsp, pads, strides, dils, cudnn::kCrossCorrelation,
+                              compute),
+              "cudnnSetConvolutionNdDescriptor");
+  CUDNN_CHECK(api.set_conv_group_count(plan->conv.d, to_int(c.groups, "groups")),
+              "cudnnSetConvolutionGroupCount");
+  const bool half = x.dtype == DType::Float16 || x.dtype == DType::BFloat16;
+  CUDNN_CHECK(api.set_conv_math_type(plan->conv.d, half ? cudnn::kTensorOpMath : cudnn::kFmaMath),
+              "cudnnSetConvolutionMathType");
+  if (c.has_bias) {
+    Tensor b = bias_view(device, c, y.dim());
+    set_tensor(plan->bias, b, b.strides);
+  }
+
+  // For a transposed convolution x is the "gradient" dy and y the "input
+  // gradient" dx of the forward convolution whose filter is w.
+  cudnn::AlgoPerf perf[16] = {};
+  int returned = 0;
+  const bool timed = time_algorithms();
+  if (c.transposed) {
+    CUDNN_CHECK((timed ? api.find_bwd_data_algos : api.get_bwd_data_algos)(
+                    h, plan->w.d, plan->x.d, plan->conv.d, plan->y.d, 16, &returned, perf),
+                timed ? "cudnnFindConvolutionBackwardDataAlgorithm" : "algorithm heuristics");
+  } else {
+    CUDNN_CHECK((timed ? api.find_fwd_algos : api.get_fwd_algos)(
+                    h, plan->x.d, plan->w.d, plan->conv.d, plan->y.d, 16, &returned, perf),
+                timed ? "cudnnFindConvolutionForwardAlgorithm" : "algorithm heuristics");
+  }
+  // The first (fastest, or most preferred) whose workspace size is known.
+  std::string why;
+  for (int i = 0; i < returned && plan->algo < 0; ++i) {
+    if (perf[i].status != cudnn::kStatusSuccess) {
+      why += str(" algorithm ", perf[i].algo, ": ", cudnn::status_text(perf[i].status), ";");
+      continue;
+    }
+    size_t bytes = 0;
+    const cudnn::Status st =
+        c.transposed ? api.bwd_data_workspace_size(h, plan->w.d, plan->x.d, plan->conv.d,
+                                                   plan->y.d, perf[i].algo, &bytes)
+                     : api.fwd_workspace_size(h, plan->x.d, plan->w.d, plan->conv.d, plan->y.d,
+                                              perf[i].algo, &bytes);
+    if (st == cudnn::kStatusSuccess) {
+      plan->algo = perf[i].algo;
+      plan->workspace = bytes;
+    } else {
+      why += str(" algorithm ", perf[i].algo, ": ", cudnn::status_text(st), ";");
+    }
+  }
+  AOTISHIM_CHECK(plan->algo >= 0, "cuDNN has no algorithm for this convolution (",
+                 c.transposed ? "transposed, " : "", dtype_name(x.dtype), " input ",
+                 shape_string(x.sizes), ", weight ", shape_string(w.sizes), ", output ",
+                 shape_string(y.sizes), ", groups ", c.groups, "):",
+                 why.empty() ? " none offered" : why);
+  return plan;
 }
 
 void cudnn_convolution(CudaDevice& device, const ConvArgs& c) {
@@ -183,125 +302,38 @@ void cudnn_convolution(CudaDevice& device, const ConvArgs& c) {
                  ? out
                  : make_empty(device, out.dtype, out.sizes, format_strides(out.sizes, channels_last));
 
-  const int type = data_type(x.dtype);
-  const int nsp = static_cast<int>(stride.size());
-  TensorDesc x_desc, y_desc;
-  FilterDesc w_desc;
-  ConvDesc conv_desc;
-  // x and y are dense in the format: its strides are theirs.
-  set_tensor(x_desc, x, format_strides(x.sizes, channels_last));
-  set_tensor(y_desc, y, format_strides(y.sizes, channels_last));
-  int wdims[8], pads[3], strides[3], dils[3];
-  for (int64_t d = 0; d < w.dim(); ++d) wdims[d] = to_int(w.sizes[d], "weight size");
-  for (int d = 0; d < nsp; ++d) {
-    pads[d] = to_int(padding[d], "padding");
-    strides[d] = to_int(stride[d], "stride");
-    dils[d] = to_int(dilation[d], "dilation");
-  }
-  CUDNN_CHECK(api.set_filter_nd(w_desc.d, type,
-                                channels_last ? cudnn::kFormatNHWC : cudnn::kFormatNCHW,
-                                static_cast<int>(w.dim()), wdims),
-              str("cudnnSetFilterNdDescriptor(", shape_string(w.sizes), ")"));
-  const int compute = x.dtype == DType::Float64 ? cudnn::kDataDouble : cudnn::kDataFloat;
-  CUDNN_CHECK(api.set_conv_nd(conv_desc.d, nsp, pads, strides, dils, cudnn::kCrossCorrelation,
-                              compute),
-              "cudnnSetConvolutionNdDescriptor");
-  CUDNN_CHECK(api.set_conv_group_count(conv_desc.d, to_int(c.groups, "groups")),
-              "cudnnSetConvolutionGroupCount");
-  const bool half = x.dtype == DType::Float16 || x.dtype == DType::BFloat16;
-  CUDNN_CHECK(api.set_conv_math_type(conv_desc.d, half ? cudnn::kTensorOpMath : cudnn::kFmaMath),
-              "cudnnSetConvolutionMathType");
-
   DeviceScope on(device.index());
   std::lock_guard<std::mutex> lock(handles().mutex);
   cudnn::Handle h = handle_for(device.index());
   CUDNN_CHECK(api.set_stream(h, device.stream()), "cudnnSetStream");
 
-  // For a transposed convolution x is the "gradient" dy and y the "input
-  // gradient" dx of the forward convolution whose filter is w.
-  const std::string key = problem_key(device.index(), x, w, y, c, channels_last);
-  auto workspace_for = [&](int algo) {
-    size_t bytes = 0;
-    cudnn::Status st = c.transposed
-                           ? api.bwd_data_workspace_size(h, w_desc.d, x_desc.d, conv_desc.d,
-                                                         y_desc.d, algo, &bytes)
-                           : api.fwd_workspace_size(h, x_desc.d, w_desc.d, conv_desc.d,
-                                                    y_desc.d, algo, &bytes);
-    return std::make_pair(st, bytes);
-  };
-  auto run = [&](int algo, size_t bytes) {
-    Tensor workspace;
-    void* ws = nullptr;
-    if (bytes > 0) {
-      workspace = make_empty(device, DType::UInt8, {static_cast<int64_t>(bytes)});
-      ws = workspace.data();
-    }
-    const double one_d = 1.0, zero_d = 0.0;
-    const float one_f = 1.0f, zero_f = 0.0f;
-    const bool wide = x.dtype == DType::Float64;  // scaling factors are double only for double
-    const void* one = wide ? static_cast<const void*>(&one_d) : &one_f;
-    const void* zero = wide ? static_cast<const void*>(&zero_d) : &zero_f;
-    device.count_command();
-    return c.transposed ? api.backward_data(h, one, w_desc.d, w.data(), x_desc.d, x.data(),
-                                            conv_desc.d, algo, ws, bytes, zero, y_desc.d, y.data())
-                        : api.forward(h, one, x_desc.d, x.data(), w_desc.d, w.data(),
-                                      conv_desc.d, algo, ws, bytes, zero, y_desc.d, y.data());
-  };
+  std::unique_ptr<Plan>& slot =
+      handles().plans[problem_key(device.index(), x, w, y, c, channels_last)];
+  if (!slot) slot = make_plan(device, h, c, x, w, y, stride, padding, dilation, channels_last);
+  const Plan& plan = *slot;
 
-  auto known = handles().algo.find(key);
-  if (known != handles().algo.end()) {
-    auto [st, bytes] = workspace_for(known->second);
-    CUDNN_CHECK(st, "workspace size query");
-    CUDNN_CHECK(run(known->second, bytes), c.transposed ? "cudnnConvolutionBackwardData"
-                                                        : "cudnnConvolutionForward");
-  } else {
-    cudnn::AlgoPerf perf[16] = {};
-    int returned = 0;
-    CUDNN_CHECK(c.transposed ? api.get_bwd_data_algos(h, w_desc.d, x_desc.d, conv_desc.d,
-                                                      y_desc.d, 16, &returned, perf)
-                             : api.get_fwd_algos(h, x_desc.d, w_desc.d, conv_desc.d, y_desc.d, 16,
-                                                 &returned, perf),
-                "algorithm heuristics");
-    // In cuDNN's order of preference, the first that runs.
-    std::string why;
-    bool done = false;
-    for (int i = 0; i < returned && !done; ++i) {
-      if (perf[i].status != cudnn::kStatusSuccess) continue;
-      auto [st, bytes] = workspace_for(perf[i].algo);
-      if (st == cudnn::kStatusSuccess) st = run(perf[i].algo, bytes);
-      if (st == cudnn::kStatusSuccess) {
-        handles().algo[key] = perf[i].algo;
-        done = true;
-      } else {
-        why += str(" algorithm ", perf[i].algo, ": ", cudnn::status_text(st), ";");
-      }
-    }
-    AOTISHIM_CHECK(done, "cuDNN has no algorithm for this convolution (",
-                   c.transposed ? "transposed, " : "", dtype_name(x.dtype), " input ",
-                   shape_string(x.sizes), ", weight ", shape_string(w.sizes), ", output ",
-                   shape_string(y.sizes), ", groups ", c.groups, "):",
-                   why.empty() ? " none offered" : why);
+  Tensor workspace;
+  void* ws = nullptr;
+  if (plan.workspace > 0) {
+    workspace = make_empty(device, DType::UInt8, {static_cast<int64_t>(plan.workspace)});
+    ws = workspace.data();
   }
-
+  const double one_d = 1.0, zero_d = 0.0;
+  const float one_f = 1.0f, zero_f = 0.0f;
+  const bool wide = x.dtype == DType::Float64;  // scaling factors are double only for double
+  const void* one = wide ? static_cast<const void*>(&one_d) : &one_f;
+  const void* zero = wide ? static_cast<const void*>(&zero_d) : &zero_f;
+  device.count_command();
+  CUDNN_CHECK(c.transposed
+                  ? api.backward_data(h, one, plan.w.d, w.data(), plan.x.d, x.data(),
+                                      plan.conv.d, plan.algo, ws, plan.workspace, zero, plan.y.d,
+                                      y.data())
+                  : api.forward(h, one, plan.x.d, x.data(), plan.w.d, w.data(), plan.conv.d,
+                                plan.algo, ws, plan.workspace, zero, plan.y.d, y.data()),
+              c.transposed ? "cudnnConvolutionBackwardData" : "cudnnConvolutionForward");
   if (c.has_bias) {
-    // One value per output channel, broadcast by cuDNN over the rest.
-    Tensor b = make_view(c.bias, {c.bias.numel()}, {c.bias.dim() > 0 ? c.bias.strides.back() : 1},
-                         c.bias.storage_offset);
-    if (b.sizes[0] > 1 && b.strides[0] != 1) {
-      Tensor packed = make_empty(device, b.dtype, b.sizes);
-      device.copy(packed, b);
-      b = packed;
-    }
-    std::vector<int64_t> sizes(y.dim(), 1), bstrides(y.dim(), 1);
-    sizes[1] = b.sizes[0];
-    bstrides[0] = b.sizes[0];
-    Tensor b_view = make_view(b, sizes, bstrides, b.storage_offset);
-    TensorDesc b_desc;
-    set_tensor(b_desc, b_view, bstrides);
-    const double one_d = 1.0;
-    const float one_f = 1.0f;
-    const void* one = x.dtype == DType::Float64 ? static_cast<const void*>(&one_d) : &one_f;
-    CUDNN_CHECK(api.add_tensor(h, one, b_desc.d, b_view.data(), one, y_desc.d, y.data()),
+    const Tensor b = bias_view(device, c, y.dim());
+    CUDNN_CHECK(api.add_tensor(h, one, plan.bias.d, b.data(), one, plan.y.d, y.data()),
                 "cudnnAddTensor (bias)");
   }
   if (y.data() != out.data() || y.strides != out.strides) device.copy(out, y);

@@ -54,11 +54,14 @@ Api load() {
   resolve_symbol(lib, search(), "cudnnGetConvolutionForwardAlgorithm_v7", a.get_fwd_algos);
   resolve_symbol(lib, search(), "cudnnGetConvolutionForwardWorkspaceSize",
                  a.fwd_workspace_size);
+  resolve_symbol(lib, search(), "cudnnFindConvolutionForwardAlgorithm", a.find_fwd_algos);
   resolve_symbol(lib, search(), "cudnnConvolutionForward", a.forward);
   resolve_symbol(lib, search(), "cudnnGetConvolutionBackwardDataAlgorithm_v7",
                  a.get_bwd_data_algos);
   resolve_symbol(lib, search(), "cudnnGetConvolutionBackwardDataWorkspaceSize",
                  a.bwd_data_workspace_size);
+  resolve_symbol(lib, search(), "cudnnFindConvolutionBackwardDataAlgorithm",
+                 a.find_bwd_data_algos);
   resolve_symbol(lib, search(), "cudnnConvolutionBackwardData", a.backward_data);
   resolve_symbol(lib, search(), "cudnnAddTensor", a.add_tensor);
   const size_t version = a.get_version();
