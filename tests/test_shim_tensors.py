@@ -5,6 +5,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import aotishim
 from aotishim import shim
@@ -102,7 +104,8 @@ def test_clone_and_clone_preserve_strides():
     src = np.arange(24, dtype=np.float32).reshape(4, 6)
     t = shim.reinterpret_tensor(shim.from_numpy(src), [3, 2], [1, 6], 2)  # transposed view
     c = shim.clone(t)
-    assert c.strides == [2, 1] and c.owns_storage and c.data_ptr != t.data_ptr
+    # torch's clone: dense in the view's dimension order (dim 0 innermost)
+    assert c.strides == [1, 3] and c.owns_storage and c.data_ptr != t.data_ptr
     np.testing.assert_array_equal(shim.to_numpy(c), shim.to_numpy(t))
     p = shim.clone_preserve_strides(t)
     assert p.strides == [1, 6] and p.storage_offset == 0
@@ -223,7 +226,8 @@ def test_copy_array_to_fresh_memory():
 
 def test_clone_keeps_a_dense_layout_like_torch():
     """aoti_torch_clone follows torch's clone(): a dense permuted tensor keeps
-    its strides, anything with gaps or overlaps becomes contiguous."""
+    its strides; one with gaps or overlaps becomes dense in its dimension
+    order (here: row-major)."""
     src = np.arange(12, dtype=np.float32).reshape(3, 4)
     base = shim.from_numpy(src)
     transposed = shim.reinterpret_tensor(base, [4, 3], [1, 4], 0)
@@ -235,3 +239,23 @@ def test_clone_keeps_a_dense_layout_like_torch():
     broadcast = shim.reinterpret_tensor(base, [2, 4], [0, 1], 0)
     assert shim.clone(broadcast).strides == [4, 1]
     np.testing.assert_array_equal(shim.to_numpy(shim.clone(broadcast)), np.stack([src[0]] * 2))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_clone_strides_are_torchs_for_any_view(data):
+    """Generated code reads a clone (and attention's outputs, made the same
+    way) with the strides torch's clone gives: for a view that is not dense
+    (q sliced from a fused q/k/v projection, say) that is dense in the view's
+    own dimension order, not contiguous."""
+    torch = pytest.importorskip("torch")
+    ndim = data.draw(st.integers(1, 4))
+    sizes = data.draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim))
+    strides = data.draw(st.lists(st.integers(0, 40), min_size=ndim, max_size=ndim))
+    offset = data.draw(st.integers(0, 3))
+    extent = offset + 1 + sum((n - 1) * s for n, s in zip(sizes, strides) if n > 0)
+    buf = np.arange(extent, dtype=np.float32)
+    theirs = torch.from_numpy(buf).as_strided(sizes, strides, offset)
+    ours = shim.clone(shim.reinterpret_tensor(shim.from_numpy(buf), sizes, strides, offset))
+    assert ours.strides == list(theirs.clone().stride()), (sizes, strides)
+    np.testing.assert_array_equal(shim.to_numpy(ours), theirs.numpy())

@@ -1,4 +1,5 @@
 #include "core/copy.h"
+#include "core/strided.h"
 
 #include "core/error.h"
 #include "core/device.h"
@@ -127,8 +128,10 @@ Tensor clone_contiguous(const Tensor& src) {
 }
 
 Tensor clone_preserving_layout(const Tensor& src) {
-  if (!src.is_non_overlapping_and_dense() || src.is_contiguous()) return clone_contiguous(src);
-  return clone_preserving_strides(src);
+  if (src.is_non_overlapping_and_dense()) return clone_preserving_strides(src);
+  Tensor out = make_empty(src.device(), src.dtype, src.sizes, dense_strides_like(src.sizes, src.strides));
+  copy_tensor(out, src);
+  return out;
 }
 
 Tensor clone_preserving_strides(const Tensor& src) {

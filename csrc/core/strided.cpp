@@ -38,4 +38,37 @@ std::vector<WalkDim> coalesce_dims(const std::vector<int64_t>& sizes,
   return dims;
 }
 
+std::vector<int64_t> dense_strides_like(const std::vector<int64_t>& sizes,
+                                        const std::vector<int64_t>& strides) {
+  const size_t n = sizes.size();
+  // > 0: dimension a lies outside b; < 0: inside; 0: either (keep the order).
+  auto outer = [&](size_t a, size_t b) -> int {
+    if (strides[a] == 0 || strides[b] == 0) return 0;
+    if (strides[a] != strides[b]) return strides[a] > strides[b] ? 1 : -1;
+    return sizes[a] > sizes[b] ? 1 : 0;
+  };
+  std::vector<size_t> order(n);  // innermost first; starts as the contiguous order
+  for (size_t i = 0; i < n; ++i) order[i] = n - 1 - i;
+  // Insertion sort: stable, and a stride-0 dimension stops nothing from passing.
+  for (size_t i = 1; i < n; ++i) {
+    size_t moving = i;
+    for (size_t j = i; j-- > 0;) {
+      const int c = outer(order[j], order[moving]);
+      if (c > 0) {
+        std::swap(order[j], order[moving]);
+        moving = j;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  std::vector<int64_t> out(n, 1);
+  int64_t next = 1;
+  for (size_t dim : order) {
+    out[dim] = next;
+    next *= std::max<int64_t>(sizes[dim], 1);
+  }
+  return out;
+}
+
 }  // namespace aotishim

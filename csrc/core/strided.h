@@ -41,4 +41,13 @@ struct WalkDim {
 AOTISHIM_API std::vector<WalkDim> coalesce_dims(const std::vector<int64_t>& sizes,
                                                 const std::vector<const std::vector<int64_t>*>& strides);
 
+// The strides of a new tensor laid out like a view that is not dense, as
+// torch's empty_like / clone (preserve_format) give them: dense, with the
+// dimensions in the order of the view's strides (innermost: the smallest);
+// a stride-0 dimension keeps its place, equal strides put the larger size
+// outside. Generated code assumes these strides for what a fallback op or a
+// clone returns.
+AOTISHIM_API std::vector<int64_t> dense_strides_like(const std::vector<int64_t>& sizes,
+                                                     const std::vector<int64_t>& strides);
+
 }  // namespace aotishim

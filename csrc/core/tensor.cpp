@@ -49,6 +49,7 @@ bool Tensor::is_contiguous() const {
 }
 
 bool Tensor::is_non_overlapping_and_dense() const {
+  if (numel() == 0) return true;  // no elements: nothing overlaps, as torch says
   std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dims that step
   for (size_t d = 0; d < sizes.size(); ++d)
     if (sizes[d] != 1) dims.emplace_back(strides[d], sizes[d]);

@@ -12,6 +12,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/handle_registry.h"
+#include "core/strided.h"
 #include "ops/fallback_ops.h"
 
 namespace aotishim {
@@ -120,11 +121,13 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& sizes,
   return strides;
 }
 
-// torch's empty_like(query) (preserve_format): a dense query's strides, else contiguous.
+// torch's empty_like(query) (preserve_format): a dense query's strides, else
+// dense in query's dimension order (a query sliced from a fused projection is
+// not dense, and generated code reads the output with these strides).
 Tensor empty_like(const Tensor& t) {
   if (t.is_non_overlapping_and_dense())
     return make_empty(t.device(), t.dtype, t.sizes, t.strides);
-  return make_empty(t.device(), t.dtype, t.sizes);
+  return make_empty(t.device(), t.dtype, t.sizes, dense_strides_like(t.sizes, t.strides));
 }
 
 // torch's alloc_with_matching_layout: query's dimension order (by

@@ -149,7 +149,7 @@ def compile_recurrent(spec: str) -> models.Compiled:
 ZOO = ["hf_gpt2", "hf_bert", "resnet18", "vit_tiny", "mobilenet_v3_small",
        "nn_transformer_encoder_layer", "nn_transformer_encoder_layer_bf16", "sdpa",
        "sdpa_causal", "conv1d", "conv2d_bn_pool", "conv_transpose2d", "topk_sort_argmax",
-       "nonzero"]
+       "nonzero", "hf_gpt2_bf16", "hf_llama", "nn_multihead_attention"]
 
 
 def zoo_cache_dir() -> Path:

@@ -261,6 +261,38 @@ def test_cudnn_variant_output_follows_query_dim_order_when_dv_differs():
     check_close("out", values(out), reference(q, k, v)[0], "bfloat16")
 
 
+@pytest.mark.parametrize("variant", ["cudnn", "flash", "efficient"])
+def test_outputs_of_a_fused_projection_slice_have_torchs_strides(variant):
+    """q, k and v sliced from one (B, L, 3*H*D) projection, as GPT-2 makes
+    them, are not dense: torch allocates the output dense in q's dimension
+    order, and generated code reads it with those strides. A contiguous
+    output read that way gave GPT-2 (bfloat16) wrong numbers."""
+    B, L, H, D = 1, 16, 4, 16
+    qkv = torch.randn(B, L, 3 * H * D, device="cuda", dtype=torch.bfloat16)
+    q, k, v = (qkv[..., i * H * D:(i + 1) * H * D].view(B, L, H, D).transpose(1, 2)
+               for i in range(3))
+    assert not q.is_contiguous()
+    if variant == "cudnn":
+        bias = torch.zeros(B, 1, L, L, device="cuda", dtype=torch.bfloat16)
+        ours = shim.call_op("_scaled_dot_product_cudnn_attention", borrow(q), borrow(k),
+                            borrow(v), borrow(bias), 0, 0.0, 0, 0, None, entry="cuda")[0]
+        meta = torch.ops.aten._scaled_dot_product_cudnn_attention(
+            *(t.to("meta") for t in (q, k, v, bias)), False, 0.0, False, False)[0]
+    elif variant == "flash":
+        ours = shim.call_op("_scaled_dot_product_flash_attention", borrow(q), borrow(k),
+                            borrow(v), 0.0, 1, 0, None, entry="cuda")[0]
+        meta = torch.ops.aten._scaled_dot_product_flash_attention(
+            *(t.to("meta") for t in (q, k, v)), 0.0, True, False)[0]
+    else:
+        ours = shim.call_op("_scaled_dot_product_efficient_attention", borrow(q), borrow(k),
+                            borrow(v), None, 0, 0.0, 1, None, entry="cuda")[0]
+        meta = torch.ops.aten._scaled_dot_product_efficient_attention(
+            *(t.to("meta") for t in (q, k, v)), None, False, 0.0, True)[0]
+    assert strides_of(ours) == tuple(meta.stride())
+    check_close("out", values(ours), reference(q, k, v, causal=variant != "cudnn")[0],
+                "bfloat16")
+
+
 # ---------------------------------------------------------------- errors
 
 def test_dropout_is_refused_clearly():
