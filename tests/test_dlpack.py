@@ -5,6 +5,9 @@ drops them, and clear refusals."""
 from __future__ import annotations
 
 import gc
+import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -259,6 +262,45 @@ def test_wrong_dtype_shape_device(two):
     assert live() == before
     assert model.run(torch.randn(4, 8), y)[0].shape == (4, 8)
 
+
+def test_refused_strided_inputs_leave_nothing(two):
+    """A strided input is borrowed, then packed only once its dtype passes;
+    refused for its dtype or its shape, neither the borrowed view nor the
+    packed copy outlives the refusal."""
+    model, module = two
+    gc.collect()
+    before = live(), cpu_allocations()
+    y = torch.randn(4, 8)
+    with pytest.raises(aotishim.ModelInputError, match=r"input 0 .* has dtype float64"):
+        model.run(torch.randn(8, 4, dtype=torch.float64).t(), y, outputs="dlpack")
+    with pytest.raises(aotishim.ModelInputError, match=r"input 1 .*dimension"):
+        model.run(torch.randn(8, 4).t(), torch.randn(8, 5).t(), outputs="dlpack")
+    gc.collect()
+    assert (live(), cpu_allocations()) == before
+    x = torch.randn(8, 4).t()
+    for got, want in zip(model.run(x, y), eager(module, x, y)):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_static_model_still_checks_a_relation_without_symbols(two, tmp_path):
+    """Inputs matching a static model's shapes skip the symbolic check, which
+    could find nothing else, unless the spec has a relation over no symbol
+    (evaluated whatever the inputs): then the full check runs and refuses."""
+    model, _ = two
+    so = Path(str(model.path))
+    for suffix in (".so", ".weights.blob"):
+        shutil.copy(so.with_suffix(suffix) if suffix == ".so" else so.with_name(so.stem + suffix),
+                    tmp_path / f"m{suffix}")
+    spec = json.loads(so.with_name(so.stem + ".spec.json").read_text())
+    assert all(isinstance(d, int) for t in spec["inputs"] for d in t["shape"])
+    spec["relations"] = [{"expr": "3", "min": 5}]
+    (tmp_path / "m.spec.json").write_text(json.dumps(spec))
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    with aotishim.load(tmp_path / "m.so") as changed:
+        for inputs in [(x, y), (x.numpy(), y.numpy())]:
+            with pytest.raises(aotishim.ModelInputError, match=r"3 = 3 .*requires it in \[5, inf\]"):
+                changed.run(*inputs)
+    assert model.run(x, y)[0].shape == (4, 8)  # the model's own spec: no relation
 
 def test_export_refusals(two):
     model, _ = two

@@ -94,11 +94,18 @@ bool is_cuda(DLDevice d) { return d.device_type == kDLCUDA; }
 
 // ---- inputs: borrowing a producer's capsule ----
 
+// A borrowed capsule's tensor handle with what a model's input checks need.
+struct Borrowed {
+  uintptr_t handle = 0;
+  int32_t dtype = 0;
+  std::vector<int64_t> sizes;
+};
+
 // Reads the tensor of a "dltensor" or "dltensor_versioned" capsule, borrows
 // it on `device` and marks the capsule used. From then on the borrowed
 // storage owns the managed tensor: its deleter runs when the last view of
 // that storage dies. Nothing is taken from a capsule that is refused.
-uintptr_t borrow_capsule(py::capsule capsule, const std::string& device) {
+Borrowed borrow_capsule_info(py::capsule capsule, const std::string& device) {
   const char* name = PyCapsule_GetName(capsule.ptr());
   if (name == nullptr) throw py::error_already_set();
   const std::string kind = name;
@@ -171,8 +178,27 @@ uintptr_t borrow_capsule(py::capsule capsule, const std::string& device) {
       if (m->deleter) m->deleter(m);
     });
   }
-  return from_handle(borrow_memory(device, data, sizes, strides, offset, dtype,
-                                   std::move(keepalive)));
+  const uintptr_t handle = from_handle(
+      borrow_memory(device, data, sizes, strides, offset, dtype, std::move(keepalive)));
+  return Borrowed{handle, dtype, std::move(sizes)};
+}
+
+uintptr_t borrow_capsule(py::capsule capsule, const std::string& device) {
+  return borrow_capsule_info(capsule, device).handle;
+}
+
+// Model.run's input path in one call: (handle, dtype code, sizes, packed),
+// so no tensor_info round trip is needed to check the input. `packed` says
+// whether the handle already has the row-major layout a model takes.
+py::tuple borrow_input(py::capsule capsule, const std::string& device) {
+  Borrowed b = borrow_capsule_info(capsule, device);
+  bool contiguous = false;
+  const AOTITorchError err = aoti_torch_is_contiguous(to_handle(b.handle), &contiguous);
+  if (err != AOTI_TORCH_SUCCESS) aoti_torch_delete_tensor_object(to_handle(b.handle));
+  check(err);
+  py::tuple sizes(b.sizes.size());
+  for (size_t i = 0; i < b.sizes.size(); ++i) sizes[i] = py::int_(b.sizes[i]);
+  return py::make_tuple(b.handle, b.dtype, std::move(sizes), contiguous);
 }
 
 // The handle itself if it is packed row-major (what compiled models take);
@@ -362,6 +388,8 @@ class DeviceTensor {
 void bind_dlpack(py::module_& m) {
   m.def("borrow_dlpack", &borrow_capsule, py::arg("capsule"), py::arg("device"),
         "Borrows a DLPack capsule's tensor on `device` (no copy); returns a handle.");
+  m.def("borrow_dlpack_input", &borrow_input, py::arg("capsule"), py::arg("device"),
+        "borrow_dlpack, returning (handle, dtype code, sizes tuple, is packed row-major).");
   m.def("packed", &packed, py::arg("handle"),
         "The handle if packed row-major, else a packed copy on its device (the handle deleted).");
   m.def("device_stream", [](const std::string& device) { return device_stream(device); },

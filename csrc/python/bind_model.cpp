@@ -28,6 +28,14 @@ py::array owning_bytes(std::vector<uint8_t>&& bytes) {
                               free_when_done);
 }
 
+// (bytes, sizes, dtype code): one output in run_host's form.
+py::tuple host_output(std::vector<uint8_t>&& bytes, const std::vector<int64_t>& sizes,
+                      int32_t dtype) {
+  py::tuple shape(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) shape[i] = py::int_(sizes[i]);
+  return py::make_tuple(owning_bytes(std::move(bytes)), std::move(shape), dtype);
+}
+
 HostInput host_input(const py::array& array, int32_t dtype) {
   HostInput in;
   in.data = array.data();
@@ -68,8 +76,7 @@ void bind_model(py::module_& m) {
                 result.append(py::none());
                 continue;
               }
-              result.append(py::make_tuple(owning_bytes(std::move(out.data)),
-                                           py::tuple(py::cast(out.sizes)), out.dtype));
+              result.append(host_output(std::move(out.data), out.sizes, out.dtype));
             }
             return result;
           },
@@ -111,6 +118,19 @@ void bind_model(py::module_& m) {
         return without_gil([&] { return self.leaks(); });
       });
 
+  m.def(
+      "download",
+      [](uintptr_t handle) {
+        AtenTensorHandle h = reinterpret_cast<AtenTensorHandle>(handle);
+        const TensorInfo info = tensor_info(h);
+        size_t numel = 1;
+        for (int64_t s : info.sizes) numel *= static_cast<size_t>(s);
+        std::vector<uint8_t> bytes(numel * aoti_torch_dtype_element_size(info.dtype));
+        if (!bytes.empty()) without_gil([&] { copy_to_host(h, bytes.data()); });
+        return host_output(std::move(bytes), info.sizes, info.dtype);
+      },
+      py::arg("handle"),
+      "A packed host copy of a tensor in run_host's form: (bytes, sizes, dtype code).");
   m.def(
       "inspect_library",
       [](const std::string& path) {

@@ -26,6 +26,11 @@ _NUMPY: dict[str, np.dtype] = {
 }
 
 
+# Hot-path lookups (Model.run): numpy dtype -> code, code -> numpy dtype.
+NUMPY_CODES: dict[np.dtype, int] = {npd: DTYPES[name] for name, npd in _NUMPY.items()}
+NUMPY_BY_CODE: dict[int, np.dtype] = {DTYPES[name]: npd for name, npd in _NUMPY.items()}
+
+
 def dtype_code(dtype: str | int | np.dtype | type) -> int:
     """The ABI number of a dtype given by name, number or numpy dtype."""
     if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):

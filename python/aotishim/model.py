@@ -29,7 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _core
-from ._dtypes import dtype_code, dtype_name, numpy_dtype
+from ._dtypes import DTYPES, NUMPY_BY_CODE, NUMPY_CODES, dtype_code, dtype_name, numpy_dtype
 from . import shim
 from .shim import ShimError
 from .spec import ModelSpec, ShapeError, TensorSpec, read_spec
@@ -92,6 +92,15 @@ class Model:
             core.close()
             raise ModelError(f"model spec '{spec_path(core.path)}' lists {len(input_specs)} "
                              f"inputs but the model takes {n}")
+        # What every run needs, worked out once: run's per-call cost is paid
+        # on each of possibly thousands of calls a second.
+        self._device = core.device
+        self._labels = tuple(self._input_label(i) for i in range(len(self._input_names)))
+        self._input_codes = (None if input_specs is None
+                             else tuple(DTYPES.get(s.dtype) for s in input_specs))
+        self._static_shapes = _static_shapes(spec)
+        kind, index = _core.parse_device(self._device)
+        self._dl_want = {0: (_DL_CPU, 0), 1: (_DL_CUDA, index)}.get(kind)  # None: no DLPack
 
     # ---- running ----
     def run(self, *inputs: Any, outputs: str = "numpy") -> tuple[Any, ...]:
@@ -129,11 +138,7 @@ class Model:
             return self._run_exchange(core, inputs, outputs)
         prepared = [self._prepare(i, a) for i, a in enumerate(inputs)]
         if self._input_specs is not None:
-            try:
-                self._spec.check_shapes([a.shape for a, _ in prepared],
-                                        [self._input_label(i) for i in range(len(prepared))])
-            except ShapeError as e:
-                raise ModelInputError(str(e)) from None
+            self._check_shapes([a.shape for a, _ in prepared])
         try:
             raw = core.run_host(prepared)
         except ShimError as e:
@@ -164,19 +169,22 @@ class Model:
     def _run_exchange(self, core: Any, inputs: Sequence[Any], outputs: str) -> tuple[Any, ...]:
         """Runs on tensor handles: DLPack inputs borrowed, numpy ones borrowed
         or copied as :meth:`run` does; outputs as DeviceTensors or numpy."""
+        # The stream a cuda producer orders its work before: this thread's,
+        # the same for every input of one run.
+        stream = _core.device_stream(self._device) if self._dl_want is not None and \
+            self._dl_want[0] == _DL_CUDA else None
         handles: list[int] = []
+        shapes: list[tuple[int, ...]] = []
         try:
             for i, value in enumerate(inputs):
-                handles.append(self._input_handle(i, value))
+                handle, shape = self._input_handle(i, value, stream)
+                handles.append(handle)
+                shapes.append(shape)
             if self._input_specs is not None:
-                try:
-                    self._spec.check_shapes([tuple(_core.tensor_info(h)["sizes"]) for h in handles],
-                                            [self._input_label(i) for i in range(len(handles))])
-                except ShapeError as e:
-                    raise ModelInputError(str(e)) from None
+                self._check_shapes(shapes)
         except BaseException:
             for h in handles:
-                shim.delete(h)
+                _core.delete_tensor_object(h)
             raise
         try:
             slots = core.run_handles(handles)  # consumed, also on failure
@@ -186,74 +194,94 @@ class Model:
             raise ModelError(str(e)) from None
         results: list[Any] = []
         try:
-            for h in slots:
-                if not h:
-                    results.append(None)
-                elif outputs == "dlpack":
-                    results.append(DeviceTensor(h))
-                else:
-                    results.append(shim.to_numpy(shim.Tensor(h)))
+            if outputs == "dlpack":
+                for h in slots:
+                    results.append(DeviceTensor(h) if h else None)
+            else:
+                for h in slots:
+                    results.append(_to_numpy(*_core.download(h)) if h else None)
         finally:
             for h in slots:
                 if h:
-                    shim.delete(h)
+                    _core.delete_tensor_object(h)
         return tuple(results)
 
-    def _input_handle(self, index: int, value: Any) -> int:
-        """A packed tensor handle on the model's device for input ``index``."""
-        device = self.device
+    def _input_handle(self, index: int, value: Any, stream: int | None) -> tuple[int, tuple]:
+        """A packed tensor handle on the model's device for input ``index``,
+        and its shape."""
+        device = self._device
         if _is_dlpack_producer(value):
             dl_type, dl_id = value.__dlpack_device__()
             if dl_type == _DL_CPU and device != "cpu":
                 value = np.from_dlpack(value)  # host data for a device model: copied below
             else:
-                want = _dl_device(device)
+                want = self._dl_want if self._dl_want is not None else _dl_device(device)
                 if (int(dl_type), int(dl_id)) != want:
                     raise ModelInputError(
-                        f"{self._input_label(index)} is on {_describe_dl_device(dl_type, dl_id)}, "
+                        f"{self._labels[index]} is on {_describe_dl_device(dl_type, dl_id)}, "
                         f"the model runs on {device}")
-                stream = _core.device_stream(device) if want[0] == _DL_CUDA else None
                 try:
-                    capsule = _export_capsule(value, stream)
-                    handle = _core.borrow_dlpack(capsule, device)
-                except (ShimError, ValueError, TypeError, BufferError, RuntimeError) as e:
-                    raise ModelInputError(f"{self._input_label(index)}: {e}") from None
-                try:
-                    self._check_dtype(index, _core.tensor_info(handle)["dtype"])
-                    return _core.packed(handle)
-                except BaseException:
-                    if _core.is_live(handle):
-                        shim.delete(handle)
-                    raise
+                    capsule = _export_capsule(value, stream if want[0] == _DL_CUDA else None)
+                    borrowed = _core.borrow_dlpack_input(capsule, device)
+                except _EXPORT_ERRORS as e:
+                    raise ModelInputError(f"{self._labels[index]}: {e}") from None
+                return self._checked(index, *borrowed)
         array, code = self._prepare(index, value)
         if device == "cpu" and array.flags.writeable:
             handle = _core.borrow_array(array, code)
         else:
             handle = _core.copy_array(np.ascontiguousarray(array), code, device)
-        return _core.packed(handle)
+        return _core.packed(handle), array.shape
+
+    def _checked(self, index: int, handle: int, code: int, shape: tuple,
+                 packed: bool) -> tuple[int, tuple]:
+        """A borrowed input's handle, its dtype checked and its layout packed
+        (the handle deleted when either fails), and its shape."""
+        try:
+            self._check_dtype(index, code)
+            return (handle if packed else _core.packed(handle)), shape
+        except BaseException:
+            if _core.is_live(handle):
+                _core.delete_tensor_object(handle)
+            raise
 
     def _check_dtype(self, index: int, code: int) -> None:
-        if self._input_specs is not None:
-            spec = self._input_specs[index]
-            if dtype_name(code) != spec.dtype:
-                raise ModelInputError(f"{self._input_label(index)} has dtype {dtype_name(code)}, "
-                                      f"the model expects {spec.dtype}")
+        codes = self._input_codes
+        if codes is not None and code != codes[index]:
+            expected = self._input_specs[index].dtype
+            if dtype_name(code) != expected:
+                raise ModelInputError(f"{self._labels[index]} has dtype {dtype_name(code)}, "
+                                      f"the model expects {expected}")
+
+    def _check_shapes(self, shapes: list[tuple[int, ...]]) -> None:
+        """The spec's shape check; a plain comparison first when every
+        dimension is static (then nothing else can fail)."""
+        if shapes == self._static_shapes:
+            return
+        try:
+            self._spec.check_shapes(shapes, self._labels)
+        except ShapeError as e:
+            raise ModelInputError(str(e)) from None
 
     def _prepare(self, index: int, value: Any) -> tuple[np.ndarray, int]:
         array = np.asarray(value)
-        try:
-            code = dtype_code(array.dtype)
-        except ValueError as e:
-            raise ModelInputError(f"{self._input_label(index)}: {e}") from None
+        code = NUMPY_CODES.get(array.dtype)
+        if code is None:  # not a supported dtype as such: dtype_code says why (or finds it)
+            try:
+                code = dtype_code(array.dtype)
+            except ValueError as e:
+                raise ModelInputError(f"{self._labels[index]}: {e}") from None
         self._check_dtype(index, code)
         # Strided inputs are copied into a packed tensor by the runtime; only
-        # layouts it cannot describe (negative or unaligned strides) are packed here.
-        if any(s < 0 or s % array.itemsize for s in array.strides):
+        # layouts it cannot describe (negative or unaligned strides) are packed
+        # here (a C-contiguous array would come back from that as it is).
+        if not array.flags.c_contiguous and any(s < 0 or s % array.itemsize
+                                                for s in array.strides):
             array = np.ascontiguousarray(array)
         return array, code
 
     def _input_label(self, index: int) -> str:
-        """How messages name input ``index`` (built only when one is raised)."""
+        """How messages name input ``index`` (built once, kept in ``_labels``)."""
         name = (self._input_specs[index].name if self._input_specs is not None
                 else self._input_names[index])
         return f"input {index} ({name})"
@@ -321,7 +349,7 @@ class Model:
 
     @property
     def device(self) -> str:
-        return self._core.device
+        return self._device
 
     @property
     def input_names(self) -> list[str]:
@@ -436,6 +464,10 @@ def _describe_dl_device(dl_type: int, dl_id: int) -> str:
     return names.get(int(dl_type), f"DLPack device ({int(dl_type)}, {int(dl_id)})")
 
 
+# What a producer's __dlpack__ or a refused borrow raise: a bad input, reported as one.
+_EXPORT_ERRORS = (ShimError, ValueError, TypeError, BufferError, RuntimeError)
+
+
 def _export_capsule(value: Any, stream: int | None) -> Any:
     """``value.__dlpack__`` in the newest protocol it speaks (1.x, else the
     unversioned one), ordered before ``stream`` when one is given."""
@@ -446,8 +478,24 @@ def _export_capsule(value: Any, stream: int | None) -> Any:
         return value.__dlpack__(**kwargs)
 
 
-def _to_numpy(data: np.ndarray, sizes: Sequence[int], code: int) -> np.ndarray:
-    return data.view(numpy_dtype(code)).reshape(tuple(sizes))
+def _to_numpy(data: np.ndarray, sizes: tuple[int, ...], code: int) -> np.ndarray:
+    dtype = NUMPY_BY_CODE.get(code)
+    return data.view(dtype if dtype is not None else numpy_dtype(code)).reshape(sizes)
+
+
+def _static_shapes(spec: ModelSpec | None) -> list[tuple[int, ...]] | None:
+    """The input shapes of a spec whose every input dimension is a number,
+    for which a match is all the full check could find (no symbol is bound,
+    so relations are skipped, unless one has no symbols at all); None when
+    the full check is needed."""
+    if spec is None or spec.inputs is None or any(not r.expr.symbols for r in spec.relations):
+        return None
+    shapes = []
+    for t in spec.inputs:
+        if not all(type(d) is int for d in t.shape):
+            return None
+        shapes.append(tuple(t.shape))
+    return shapes
 
 
 # Magic numbers of the library formats a package may hold (ELF; Mach-O, thin and fat).

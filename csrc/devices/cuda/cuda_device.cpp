@@ -49,6 +49,7 @@ CudaDevice::~CudaDevice() {
     for (auto& [stream, handle] : cublas_) cublas::api().destroy(handle);
   } catch (...) {
   }
+  if (order_event_ != nullptr) cudaEventDestroy(order_event_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
@@ -62,18 +63,23 @@ cudaStream_t from_exchange(intptr_t stream) {
   return stream == 0 ? cudaStreamLegacy : reinterpret_cast<cudaStream_t>(stream);
 }
 
-// Later work on `consumer` waits for what is queued on `producer` so far.
-void order_after(cudaStream_t producer, cudaStream_t consumer) {
+}  // namespace
+
+void CudaDevice::order_after(cudaStream_t producer, cudaStream_t consumer) {
   if (producer == consumer) return;
-  cudaEvent_t event = nullptr;
-  AOTISHIM_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  cudaError_t err = cudaEventRecord(event, producer);
-  if (err == cudaSuccess) err = cudaStreamWaitEvent(consumer, event, 0);
-  cudaEventDestroy(event);  // released once the wait no longer needs it
+  // One event serves every call: a wait captures the record before it, so
+  // the event may be recorded again as soon as cudaStreamWaitEvent returns.
+  // The lock keeps another thread's record from slipping in between.
+  std::lock_guard<std::mutex> lock(order_mutex_);
+  if (order_event_ == nullptr) {
+    // Created with this device current (the caller's DeviceScope): an event
+    // is recorded only on streams of the device it was created on.
+    AOTISHIM_CUDA_CHECK(cudaEventCreateWithFlags(&order_event_, cudaEventDisableTiming));
+  }
+  cudaError_t err = cudaEventRecord(order_event_, producer);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(consumer, order_event_, 0);
   AOTISHIM_CUDA_CHECK(err);
 }
-
-}  // namespace
 
 intptr_t CudaDevice::current_stream_handle() {
   cudaStream_t s = stream();

@@ -55,7 +55,12 @@ class CudaDevice final : public Device {
   void raw_free(void* base, size_t nbytes) override;
 
  private:
+  // Later work on `consumer` waits for what is queued on `producer` so far.
+  void order_after(cudaStream_t producer, cudaStream_t consumer);
+
   cudaStream_t stream_ = nullptr;
+  std::mutex order_mutex_;
+  cudaEvent_t order_event_ = nullptr;  // order_after's, created on first use
   bool use_pool_ = false;
   std::mutex cublas_mutex_;
   std::map<cudaStream_t, cublas::Handle> cublas_;  // by stream
