@@ -201,6 +201,12 @@ if has diag; then
   grep -E "^GPT2BF16|^exit" "$OUT/diag_gpt2.txt" | tee -a "$OUT/summary.txt"
 fi
 
+if has overhead; then
+  step "overhead (run_overhead.txt)" "$(cap 150 40)" \
+    bash -c "$PY benchmarks/run_overhead.py --device cuda > '$OUT/run_overhead.txt' 2>&1"
+  cat "$OUT/run_overhead.txt"
+fi
+
 if has convbench; then
   step "convbench (conv_cuda.txt)" "$(cap 120 60)" \
     bash -c "$PY benchmarks/conv_cuda.py > '$OUT/conv_cuda.txt' 2>&1"
