@@ -124,9 +124,16 @@ class MemoryMachine(RuleBasedStateMachine):
         v = self.views[base.handle]
         values = v.of(self.mirrors[v.storage]).copy()
         t = shim.clone(base)
-        self.views[t.handle] = _View(self._new_storage(values.reshape(-1).copy(), True), 0,
-                                     list(values.shape), [int(s) for s in
-                                                          np.array(values.strides) // ITEM])
+        # A clone is dense (torch's layout rule, checked against torch in
+        # test_shim_tensors); its storage is mirrored in that layout, so
+        # views taken of it later read the same elements.
+        numel = int(np.prod(values.shape))
+        assert t.storage_nbytes == numel * ITEM
+        mirror = np.zeros(numel, np.float32)
+        clone = _View(self._new_storage(mirror, True), 0, list(values.shape), list(t.strides))
+        if numel:
+            clone.of(self.mirrors[clone.storage])[...] = values
+        self.views[t.handle] = clone
         return t
 
     @rule(dst=handles, src=handles)
