@@ -8,7 +8,12 @@ correct.
 
 from __future__ import annotations
 
-from . import _core
+import numpy as _numpy  # noqa: F401  (its own BLAS starts first, as the user set it)
+
+from ._blas_threads import loading_blas_single_threaded as _single
+
+with _single():  # OpenBLAS starts no threads of its own (see _blas_threads)
+    from . import _core
 from . import shim
 from .shim import ShimError
 from .model import DeviceTensor, LeakWarning, Model, ModelError, ModelInputError, load
