@@ -44,58 +44,14 @@ from pathlib import Path
 
 import numpy as np
 
+from zoo_arrays import load_sets, max_error, save_sets  # beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
 # The source tree's package when it is built there (a development build),
 # else the installed one.
 SOURCE_PACKAGE = [str(ROOT / "python")] if any((ROOT / "python" / "aotishim").glob("_core*")) else []
 TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2}
 WORKER_TIMEOUT_S = 600
-
-
-# ---- inputs and outputs on disk (numpy; bfloat16 stored as its bits) ----
-def save_arrays(path: Path, sets: list[list[np.ndarray]]) -> None:
-    arrays, kinds = {}, {}
-    for i, arrays_of_set in enumerate(sets):
-        for j, a in enumerate(arrays_of_set):
-            key = f"a{i}_{j}"
-            kinds[key] = a.dtype.name
-            arrays[key] = a.view(np.uint16) if a.dtype.name == "bfloat16" else a
-    np.savez(path, __kinds__=np.array(json.dumps(kinds)), **arrays)
-
-
-def load_arrays(path: Path) -> list[list[np.ndarray]]:
-    import ml_dtypes
-
-    with np.load(path) as data:
-        kinds = json.loads(str(data["__kinds__"]))
-        sets: dict[int, dict[int, np.ndarray]] = {}
-        for key, kind in kinds.items():
-            i, j = (int(x) for x in key[1:].split("_"))
-            a = data[key]
-            sets.setdefault(i, {})[j] = a.view(ml_dtypes.bfloat16) if kind == "bfloat16" else a
-    return [[s[j] for j in sorted(s)] for _, s in sorted(sets.items())]
-
-
-def max_error(outputs, expected) -> float:
-    """Largest error over outputs, each relative to max |expected| of that
-    output (1 when that is 0); shape or count mismatches, and non-finite
-    values where eager has finite ones (or the reverse), are infinite."""
-    if len(outputs) != len(expected):
-        return float("inf")
-    worst = 0.0
-    for o, e in zip(outputs, expected):
-        if o is None or tuple(o.shape) != tuple(e.shape):
-            return float("inf")
-        o64, e64 = np.asarray(o, np.float64), np.asarray(e, np.float64)
-        finite = np.isfinite(e64)
-        same_specials = np.array_equal(o64[~finite], e64[~finite], equal_nan=True)
-        if not same_specials or not np.all(np.isfinite(o64[finite])):
-            return float("inf")
-        if not finite.any():
-            continue
-        scale = float(np.max(np.abs(e64[finite]))) or 1.0
-        worst = max(worst, float(np.max(np.abs(o64[finite] - e64[finite]))) / scale)
-    return worst
 
 
 def median_ms(call, repeat: int, warmup: int = 2, budget_s: float = 5.0) -> float:
@@ -119,7 +75,7 @@ def worker_aotishim(so: Path, io: Path, repeat: int) -> dict:
     from aotishim import _core
 
     result: dict = {"missing": list(_core.inspect_library(str(so))["missing_shims"])}
-    inputs, expected = load_arrays(io / "inputs.npz"), load_arrays(io / "expected.npz")
+    inputs, expected = load_sets(io / "inputs.npz"), load_sets(io / "expected.npz")
     try:
         model = aotishim.load(so)
     except aotishim.ShimError as e:
@@ -145,8 +101,8 @@ def worker_torch(pt2: Path, io: Path, repeat: int) -> dict:
             return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
         return torch.from_numpy(a)
 
-    inputs = [[tensor(a) for a in s] for s in load_arrays(io / "inputs.npz")]
-    expected = load_arrays(io / "expected.npz")
+    inputs = [[tensor(a) for a in s] for s in load_sets(io / "inputs.npz")]
+    expected = load_sets(io / "expected.npz")
     runner = torch._inductor.aoti_load_package(str(pt2))
     errors = []
     for x, e in zip(inputs, expected):
@@ -254,8 +210,8 @@ def expected_outputs(zm, directory: Path, repeat: int) -> float:
         expected = [[numpy(o) for o in torch.utils._pytree.tree_leaves(zm.module(*x))]
                     for x in zm.input_sets()]
         eager_ms = median_ms(lambda: zm.module(*zm.args), repeat)
-    save_arrays(directory / "inputs.npz", [[numpy(a) for a in x] for x in zm.input_sets()])
-    save_arrays(directory / "expected.npz", expected)
+    save_sets(directory / "inputs.npz", [[numpy(a) for a in x] for x in zm.input_sets()])
+    save_sets(directory / "expected.npz", expected)
     return eager_ms
 
 

@@ -49,6 +49,8 @@ from pathlib import Path
 
 import numpy as np
 
+from zoo_arrays import load_sets, max_error, save_sets  # beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve()
 SIDES = ("aotishim", "eager", "torch_compile", "torch_aoti")
@@ -85,54 +87,6 @@ def crash_reason(log_text: str, limit: int = 160) -> str:
                                          "Segmentation", "Killed", "terminate called")):
             return line[:limit]
     return (lines[-1] if lines else "")[:limit]
-
-
-# ---- arrays on disk (bfloat16 kept as its bits) ----
-def save_sets(path: Path, sets: list[list[np.ndarray]]) -> None:
-    arrays, kinds = {}, {}
-    for i, one in enumerate(sets):
-        for j, a in enumerate(one):
-            key = f"a{i}_{j}"
-            kinds[key] = a.dtype.name
-            arrays[key] = a.view(np.uint16) if a.dtype.name == "bfloat16" else a
-    tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, __kinds__=np.array(json.dumps(kinds)), **arrays)
-    os.replace(tmp, path)
-
-
-def load_sets(path: Path) -> list[list[np.ndarray]]:
-    import ml_dtypes
-
-    with np.load(path) as data:
-        kinds = json.loads(str(data["__kinds__"]))
-        sets: dict[int, dict[int, np.ndarray]] = {}
-        for key, kind in kinds.items():
-            i, j = (int(x) for x in key[1:].split("_"))
-            a = data[key]
-            sets.setdefault(i, {})[j] = a.view(ml_dtypes.bfloat16) if kind == "bfloat16" else a
-    return [[s[j] for j in sorted(s)] for _, s in sorted(sets.items())]
-
-
-def max_error(outputs: list, expected: list[np.ndarray]) -> float:
-    """Largest error over outputs, relative to max |expected| of each (1 when
-    that is 0); a count, shape or special-value mismatch is infinite."""
-    if len(outputs) != len(expected):
-        return float("inf")
-    worst = 0.0
-    for o, e in zip(outputs, expected):
-        if o is None or tuple(o.shape) != tuple(e.shape):
-            return float("inf")
-        o64, e64 = np.asarray(o, np.float64), np.asarray(e, np.float64)
-        finite = np.isfinite(e64)
-        if not np.array_equal(o64[~finite], e64[~finite], equal_nan=True):
-            return float("inf")
-        if not np.all(np.isfinite(o64[finite])):
-            return float("inf")
-        if not finite.any():
-            continue
-        scale = float(np.max(np.abs(e64[finite]))) or 1.0
-        worst = max(worst, float(np.max(np.abs(o64[finite] - e64[finite]))) / scale)
-    return worst
 
 
 # ---- torch helpers for the worker processes ----
