@@ -95,12 +95,4 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, const d
   gemm_split(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-int library_threads() {
-#if defined(AOTISHIM_BLAS_SCIPY_OPENBLAS)
-  return scipy_openblas_get_num_threads();
-#else
-  return 0;  // Accelerate does not say
-#endif
-}
-
 }  // namespace aotishim::blas

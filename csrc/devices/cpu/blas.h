@@ -24,8 +24,4 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const fl
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, const double* a,
           int lda, const double* b, int ldb, double beta, double* c, int ldc);
 
-// The threads the BLAS library itself uses per call (1 with OpenBLAS once any
-// gemm has run or this was called; what the library reports otherwise).
-int library_threads();
-
 }  // namespace aotishim::blas
