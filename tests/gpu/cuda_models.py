@@ -144,12 +144,15 @@ def compile_recurrent(spec: str) -> models.Compiled:
 
 
 # ---- zoo models (tests/gpu/test_cuda_zoo.py) ----
-# The zoo models whose CUDA programs call the fallback kernels (attention,
-# convolution, topk, nonzero), the largest first (they are compiled in a pool).
-ZOO = ["hf_gpt2", "hf_bert", "resnet18", "vit_tiny", "mobilenet_v3_small",
-       "nn_transformer_encoder_layer", "nn_transformer_encoder_layer_bf16", "sdpa",
-       "sdpa_causal", "conv1d", "conv2d_bn_pool", "conv_transpose2d", "topk_sort_argmax",
-       "nonzero", "hf_gpt2_bf16", "hf_llama", "nn_multihead_attention"]
+# Every model of the zoo, the slowest to compile first (they are compiled in
+# a pool).
+ZOO = ["vit_b_16", "hf_gpt2", "hf_bert", "hf_llama", "hf_gpt2_bf16", "resnet18",
+       "resnet18_bf16", "mobilenet_v3_small", "vit_tiny", "nn_transformer_encoder_layer",
+       "nn_transformer_encoder_layer_bf16", "tel_dynamic_seq", "nn_multihead_attention",
+       "nn_lstm", "nn_gru", "sdpa", "sdpa_causal", "conv1d", "conv2d_bn_pool", "conv2d_bf16",
+       "conv_transpose2d", "conv_dynamic_batch", "embedding_layernorm", "upsample",
+       "index_gather_scatter", "topk_sort_argmax", "cumsum", "where_masked_fill", "nonzero",
+       "searchsorted", "grid_sample", "mlp_static", "mlp_bf16", "mlp_dynamic_batch"]
 
 
 def zoo_cache_dir() -> Path:
@@ -167,7 +170,7 @@ def compile_zoo(name: str):
     module = zm.module.to("cuda:0")
     args = tuple(a.to("cuda:0") for a in zm.args)
     so = export.compile_cached(module, args, zoo_cache_dir(), name=f"zoo_{name}_cuda",
-                               device="cuda")
+                               device="cuda", dynamic_shapes=zm.dynamic_shapes)
     return zm, module, args, so
 
 

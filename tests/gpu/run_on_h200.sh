@@ -6,6 +6,8 @@
 # each phase did and where its log is.
 #   PHASES="build models test bench" (default; also "pair": the two-model
 #   aotishim-vs-torch-runner comparison)   TIMEOUT_<PHASE>=seconds
+#   TEST_GROUPS="device models multi dlpack ops zoo heuristic" (default: all):
+#   which groups of tests/gpu the test phase runs
 #   TOTAL_S=540: the whole run's time; each phase gets what is left of it, and
 #   the benchmark measures within what remains (its table always completes).
 set -u
@@ -15,11 +17,13 @@ OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 PHASES=${PHASES:-build models test bench}
+TEST_GROUPS=${TEST_GROUPS:-device models multi dlpack ops zoo heuristic}
 TOTAL_S=${TOTAL_S:-540}
 export PYTHONUNBUFFERED=1
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 export AOTISHIM_TEST_MODEL_CACHE=${AOTISHIM_TEST_MODEL_CACHE:-/tmp/aotishim-gpu-models}
 has() { [[ " $PHASES " == *" $1 "* ]]; }
+group() { [[ " $TEST_GROUPS " == *" $1 "* ]]; }
 status=0
 # Seconds a step may take: its own limit, or what is left of TOTAL_S less a
 # margin for the steps after it, whichever is smaller (at least 30).
@@ -176,20 +180,28 @@ if has test; then
       -rA > "$OUT/$log" 2>&1
     tail -3 "$OUT/$log"
   }
-  echo "== tests/gpu"
-  t pytest.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_device.py
-  t pytest_models.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_models.py tests/gpu/test_cuda_recurrent.py
+  echo "== tests/gpu ($TEST_GROUPS)"
+  group device && t pytest.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_device.py
+  group models && t pytest_models.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_models.py \
+    tests/gpu/test_cuda_recurrent.py
   # Several GPUs in one process (skipped with one) and runtime errors.
-  t pytest_multi.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_multi_gpu.py tests/gpu/test_cuda_errors.py
+  group multi && t pytest_multi.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_multi_gpu.py \
+    tests/gpu/test_cuda_errors.py
   # DLPack exchange with torch and CuPy; every check prints "DLPACK ... max_abs_err".
-  t pytest_dlpack.log "${TIMEOUT_TEST:-200}" -s tests/gpu/test_cuda_dlpack.py
-  grep "^DLPACK" "$OUT/pytest_dlpack.log" > "$OUT/dlpack_errors.txt" || true
+  if group dlpack; then
+    t pytest_dlpack.log "${TIMEOUT_TEST:-200}" -s tests/gpu/test_cuda_dlpack.py
+    grep "^DLPACK" "$OUT/pytest_dlpack.log" > "$OUT/dlpack_errors.txt" || true
+  fi
   # The fallback ops against torch (attention, convolution, topk, nonzero),
-  # then the zoo models that need them.
-  t pytest_ops.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_ops.py
-  t pytest_zoo.log "${TIMEOUT_ZOO:-300}" -s tests/gpu/test_cuda_zoo.py
+  # then the zoo models; every output's error is a "ZOO ..." line.
+  group ops && t pytest_ops.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_ops.py
+  if group zoo; then
+    t pytest_zoo.log "${TIMEOUT_ZOO:-300}" -s tests/gpu/test_cuda_zoo.py
+    grep "^ZOO" "$OUT/pytest_zoo.log" > "$OUT/zoo_errors.txt" || true
+  fi
   # The convolution with cuDNN's heuristics choosing (the default times them).
-  AOTISHIM_CUDNN_ALGO=heuristic t pytest_conv_heuristic.log "${TIMEOUT_TEST:-120}" \
+  group heuristic && AOTISHIM_CUDNN_ALGO=heuristic t pytest_conv_heuristic.log \
+    "${TIMEOUT_TEST:-120}" \
     tests/gpu/test_cuda_ops.py -k convolution
 fi
 

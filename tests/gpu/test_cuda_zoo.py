@@ -54,15 +54,19 @@ def test_zoo_model_on_cuda_matches_eager(name):
     if not real.available(name):
         pytest.skip(f"{name} needs a package that is not installed")
     zm, module, args, so = cuda_models.compile_zoo(name)
+    input_sets = [args, *(tuple(a.to("cuda:0") for a in run) for run in zm.run_args)]
     with torch.no_grad():
-        expected = [to_numpy(e) for e in flat_outputs(module(*args))]
+        expected_sets = [[to_numpy(e) for e in flat_outputs(module(*inputs))]
+                         for inputs in input_sets]
     # Which shims the program needs, for the log.
     print(name, "shims:", sorted(set(re.findall(rb"aoti_torch_cuda_\w+", Path(so).read_bytes()))))
-    inputs = _host_inputs(zm.args)
     with aotishim.load(so, device="cuda") as model:
-        for _ in range(2):  # a second run catches state left by the first
-            got = model.run(*inputs)
+        for inputs, expected in [*zip(input_sets, expected_sets), (input_sets[0], expected_sets[0])]:
+            # (the first set again at the end catches state left by the others)
+            got = model.run(*_host_inputs(inputs))
             assert len(got) == len(expected)
+            if [g.shape for g in got] != [w.shape for w in expected]:
+                _shapes_as_torchs_own_compilation(zm, module, inputs, got, expected)
             for i, (g, w) in enumerate(zip(got, expected)):
                 assert g.shape == w.shape, f"{name} output {i}: shape {g.shape} vs {w.shape}"
                 if w.dtype.kind in "iub":
@@ -72,8 +76,31 @@ def test_zoo_model_on_cuda_matches_eager(name):
                 w = np.asarray(w, dtype=np.float64)
                 scale = max(np.abs(w).max(initial=0.0), 1.0)
                 err = np.abs(g - w).max(initial=0.0)
+                print(f"ZOO {name} shape {tuple(w.shape)} output {i}: max error {err:.3g} "
+                      f"(scale {scale:.3g})")
                 assert err <= TOL[zm.dtype] * scale, f"{name} output {i}: max error {err:.3g} (scale {scale:.3g})"
     assert model.leaks == []
+
+
+def _shapes_as_torchs_own_compilation(zm, module, inputs, got, expected):
+    """Our output shapes differ from eager's: fails unless torch's own
+    compilation of the same exported program (torch.compile of it, which runs
+    the same Inductor lowering) returns exactly our shapes and values, in
+    which case the program itself differs from eager and the test is an
+    expected failure that names the shapes."""
+    ep = torch.export.export(module, tuple(inputs), dynamic_shapes=zm.dynamic_shapes)
+    with torch.no_grad():
+        theirs = [to_numpy(t) for t in flat_outputs(torch.compile(ep.module())(*inputs))]
+    ours_shapes = [g.shape for g in got]
+    assert [t.shape for t in theirs] == ours_shapes, (
+        f"{zm.name}: output shapes {ours_shapes}, eager's {[w.shape for w in expected]}, "
+        f"torch.compile's of the exported program {[t.shape for t in theirs]}")
+    for i, (g, t) in enumerate(zip(got, theirs)):
+        scale = max(np.abs(t).max(initial=0.0), 1.0)
+        err = np.abs(np.asarray(g, np.float64) - np.asarray(t, np.float64)).max(initial=0.0)
+        assert err <= TOL[zm.dtype] * scale, f"{zm.name} output {i} against torch.compile: {err:.3g}"
+    pytest.xfail(f"torch's own compilation of the exported {zm.name} returns shapes {ours_shapes} "
+                 f"where eager returns {[w.shape for w in expected]}; aotishim matches torch's")
 
 
 def _host_inputs(args):

@@ -322,7 +322,7 @@ class IndexOps(nn.Module):
         selected = torch.index_select(x, 0, rows)
         gathered = torch.gather(x, 1, cols)
         scattered = torch.zeros_like(x).scatter(1, cols, gathered)
-        added = torch.zeros(8, 16).scatter_add(0, cols[:8] % 8, x[:8])
+        added = x.new_zeros(8, 16).scatter_add(0, cols[:8] % 8, x[:8])  # on x's device
         return selected, gathered, scattered, added
 
 
