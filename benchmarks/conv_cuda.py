@@ -1,8 +1,9 @@
 """Per-call cost of aotishim's cuda convolution (cuDNN) against torch's, on
 the shapes of the zoo's conv models: host time to queue one call, and device
 time per call over back-to-back calls (CUDA events). Each algorithm choice
-(AOTISHIM_CUDNN_ALGO: timed by cuDNN's Find, or cuDNN's heuristics) runs in a
-fresh process, since it is read once per process.
+(AOTISHIM_CUDNN_API: cuDNN's graph API or its legacy one; AOTISHIM_CUDNN_ALGO:
+candidates timed, or cuDNN's heuristics' first) runs in a fresh process,
+since both are read once per process.
 
     python benchmarks/conv_cuda.py            # both choices, one table
 """
@@ -100,15 +101,16 @@ def main() -> None:
         worker(sys.argv[2])
         return
     for dtype in ("float32", "bfloat16"):
-        for algo in ("find", "heuristic"):
-            env = dict(os.environ, AOTISHIM_CUDNN_ALGO=algo)
+        for api, algo in (("graph", "find"), ("graph", "heuristic"), ("legacy", "find")):
+            env = dict(os.environ, AOTISHIM_CUDNN_ALGO=algo, AOTISHIM_CUDNN_API=api)
             out = subprocess.run([sys.executable, __file__, "--worker", dtype], env=env,
                                  capture_output=True, text=True, timeout=300)
             if out.returncode != 0:
-                print(f"{dtype} {algo}: failed: {out.stderr.strip().splitlines()[-1:]}")
+                print(f"{dtype} {api} {algo}: failed: {out.stderr.strip().splitlines()[-1:]}")
                 continue
             rows = json.loads(out.stdout.strip().splitlines()[-1])
-            print(f"\n{dtype}, AOTISHIM_CUDNN_ALGO={algo}: µs per call (host to queue / device)")
+            print(f"\n{dtype}, AOTISHIM_CUDNN_API={api} AOTISHIM_CUDNN_ALGO={algo}: "
+                  "µs per call (host to queue / device)")
             print(f"{'shape':24} {'aotishim host':>14} {'torch host':>11} {'aotishim dev':>13} "
                   f"{'torch dev':>10} {'first ms ours/torch':>20} {'no-cuDNN host':>14}")
             for r in rows:

@@ -6,7 +6,7 @@
 # each phase did and where its log is.
 #   PHASES="build models test bench" (default; also "pair": the two-model
 #   aotishim-vs-torch-runner comparison)   TIMEOUT_<PHASE>=seconds
-#   TEST_GROUPS="device models multi dlpack ops zoo heuristic" (default: all):
+#   TEST_GROUPS="device models multi dlpack ops zoo heuristic legacy" (default: all):
 #   which groups of tests/gpu the test phase runs
 #   TOTAL_S=540: the whole run's time; each phase gets what is left of it, and
 #   the benchmark measures within what remains (its table always completes).
@@ -17,7 +17,7 @@ OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 PHASES=${PHASES:-build models test bench}
-TEST_GROUPS=${TEST_GROUPS:-device models multi dlpack ops zoo heuristic}
+TEST_GROUPS=${TEST_GROUPS:-device models multi dlpack ops zoo heuristic legacy}
 TOTAL_S=${TOTAL_S:-540}
 export PYTHONUNBUFFERED=1
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
@@ -203,6 +203,10 @@ if has test; then
   group heuristic && AOTISHIM_CUDNN_ALGO=heuristic t pytest_conv_heuristic.log \
     "${TIMEOUT_TEST:-120}" \
     tests/gpu/test_cuda_ops.py -k convolution
+  # The convolution on cuDNN's legacy API alone (its fallback when the graph
+  # API offers no engine).
+  group legacy && AOTISHIM_CUDNN_API=legacy t pytest_conv_legacy.log "${TIMEOUT_TEST:-120}" \
+    tests/gpu/test_cuda_ops.py -k "convolution_matches or convolution_input"
 fi
 
 if has diag; then

@@ -404,6 +404,36 @@ else:
         assert "cuDNN" in r.stdout and empty in r.stdout and "AOTISHIM_CUDNN_PATH" in r.stdout
 
 
+def test_convolutions_run_on_the_graph_api():
+    """Every case of CONVS, in float32 and bfloat16, runs on cuDNN's graph API
+    (a plan whose call binds pointers and executes): with AOTISHIM_LOG=info a
+    problem that falls back to the legacy API is logged, and none may. The
+    legacy API alone (AOTISHIM_CUDNN_API=legacy) runs test_convolution_*
+    in run_on_h200.sh's "legacy" group."""
+    code = f"""
+import torch, aotishim
+from aotishim import shim
+for dtype in (torch.float32, torch.bfloat16):
+    for xs, ws, stride, padding, dilation, transposed, out_pad, groups in {CONVS!r}:
+        x = torch.randn(xs, device='cuda', dtype=dtype)
+        w = torch.randn(ws, device='cuda', dtype=dtype)
+        torch.cuda.synchronize()
+        view = lambda t: shim.from_blob(t.data_ptr(), list(t.shape), list(t.stride()), 0,
+                                        str(t.dtype)[6:], 'cuda:0')
+        shim.call_op('convolution', view(x), view(w), None, stride, padding, dilation,
+                     transposed, out_pad, groups, entry='cuda')
+        torch.cuda.synchronize()
+print('RAN')
+"""
+    env = dict(os.environ, AOTISHIM_LOG="info")
+    env.pop("AOTISHIM_CUDNN_API", None)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "RAN" in r.stdout, r.stderr[-3000:]
+    fallbacks = [line for line in r.stderr.splitlines() if "legacy API runs it" in line]
+    assert not fallbacks, "\n".join(fallbacks)
+
+
 # ---------------------------------------------------------------- topk, nonzero
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int64"])

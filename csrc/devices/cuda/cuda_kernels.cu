@@ -1,5 +1,5 @@
-// Strided elementwise kernels: copies with dtype conversion and in-place
-// scaling. One thread per output element over a grid-stride loop; adjacent
+// Strided elementwise kernels: copies with dtype conversion, in-place
+// scaling and in-place addition of a (broadcast) tensor. One thread per output element over a grid-stride loop; adjacent
 // dimensions that are contiguous in every operand are merged first so common
 // views index with few divisions.
 #include <cuda_bf16.h>
@@ -133,6 +133,18 @@ __global__ void scale_kernel(T* data, Geometry g, double beta) {
   }
 }
 
+template <typename T>
+__global__ void add_kernel(T* dst, const T* src, Geometry g) {
+  using W = typename Wide<T>::type;
+  int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < g.numel;
+       i += step) {
+    int64_t off[2];
+    offsets(g, i, 2, off);
+    dst[off[0]] = Cvt<W, T>::store(Cvt<W, T>::load(dst[off[0]]) + Cvt<W, T>::load(src[off[1]]));
+  }
+}
+
 constexpr int kThreads = 256;
 
 int blocks_for(int64_t numel) {
@@ -229,6 +241,26 @@ void launch_scale(const StridedView& t, const int64_t* sizes, int ndim, double b
     case DType::Float16: scale_kernel<__half><<<blocks, kThreads, 0, stream>>>(static_cast<__half*>(t.data), g, beta); break;
     case DType::BFloat16: scale_kernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(t.data), g, beta); break;
     default: fail(str("cuda scale: unsupported dtype ", dtype_name(t.dtype)));
+  }
+  AOTISHIM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_add(const StridedView& dst, const StridedView& src, const int64_t* sizes, int ndim,
+                cudaStream_t stream) {
+  AOTISHIM_CHECK(ndim >= 0 && ndim <= kMaxCopyDims, "too many dimensions: ", ndim);
+  AOTISHIM_CHECK(dst.dtype == src.dtype, "cuda add: ", dtype_name(src.dtype), " into ",
+                 dtype_name(dst.dtype));
+  const int64_t* strides[2] = {dst.strides, src.strides};
+  Geometry g = collapse(sizes, ndim, strides, 2);
+  if (g.numel == 0) return;
+  int blocks = blocks_for(g.numel);
+  discard_earlier_error();
+  switch (dst.dtype) {
+    case DType::Float32: add_kernel<float><<<blocks, kThreads, 0, stream>>>(static_cast<float*>(dst.data), static_cast<const float*>(src.data), g); break;
+    case DType::Float64: add_kernel<double><<<blocks, kThreads, 0, stream>>>(static_cast<double*>(dst.data), static_cast<const double*>(src.data), g); break;
+    case DType::Float16: add_kernel<__half><<<blocks, kThreads, 0, stream>>>(static_cast<__half*>(dst.data), static_cast<const __half*>(src.data), g); break;
+    case DType::BFloat16: add_kernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(dst.data), static_cast<const __nv_bfloat16*>(src.data), g); break;
+    default: fail(str("cuda add: unsupported dtype ", dtype_name(dst.dtype)));
   }
   AOTISHIM_CUDA_CHECK(cudaGetLastError());
 }

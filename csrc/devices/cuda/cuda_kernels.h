@@ -42,5 +42,10 @@ void launch_copy(const StridedView& dst, const StridedView& src, const int64_t* 
 void launch_scale(const StridedView& t, const int64_t* sizes, int ndim, double beta,
                   cudaStream_t stream);
 
+// dst += src elementwise over `sizes`, one dtype (floating); src may
+// broadcast (stride 0), dst must not overlap itself.
+void launch_add(const StridedView& dst, const StridedView& src, const int64_t* sizes, int ndim,
+                cudaStream_t stream);
+
 }  // namespace cuda
 }  // namespace aotishim

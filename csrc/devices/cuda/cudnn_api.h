@@ -1,5 +1,6 @@
-// The few cuDNN (9.x, legacy convolution API) entry points and enum values
-// aotishim uses, declared here from NVIDIA's documented API so the cuda
+// The few cuDNN 9 entry points and enum values aotishim uses (the backend,
+// or graph, API that runs convolutions, and the legacy convolution API it
+// falls back on), declared here from NVIDIA's documented API so the cuda
 // backend builds without cuDNN installed; libcudnn is loaded at the first
 // convolution.
 #pragma once
@@ -7,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace aotishim {
@@ -50,6 +52,79 @@ struct AlgoPerf {
   int reserved[3];
 };
 
+// ---- the backend (graph) API: cudnn_graph.h
+using BackendDesc = void*;  // cudnnBackendDescriptor_t
+
+// cudnnBackendDescriptorType_t
+constexpr int kConvolutionDescriptor = 1;
+constexpr int kEngineDescriptor = 2;
+constexpr int kEngineCfgDescriptor = 3;
+constexpr int kEngineHeurDescriptor = 4;
+constexpr int kExecutionPlanDescriptor = 5;
+constexpr int kConvForwardOpDescriptor = 10;
+constexpr int kConvBackwardDataOpDescriptor = 12;
+constexpr int kOperationGraphDescriptor = 15;
+constexpr int kVariantPackDescriptor = 16;
+constexpr int kTensorDescriptor = 17;
+
+// cudnnBackendAttributeType_t
+constexpr int kTypeHandle = 0;
+constexpr int kTypeDataType = 1;
+constexpr int kTypeInt64 = 3;
+constexpr int kTypeFloat = 4;
+constexpr int kTypeDouble = 5;
+constexpr int kTypeVoidPtr = 6;
+constexpr int kTypeConvolutionMode = 7;
+constexpr int kTypeHeurMode = 8;
+constexpr int kTypeNumericalNote = 11;
+constexpr int kTypeBackendDescriptor = 15;
+constexpr int kTypeBehaviorNote = 19;
+
+// cudnnBackendAttributeName_t
+constexpr int kAttrConvCompType = 100;
+constexpr int kAttrConvMode = 101;
+constexpr int kAttrConvDilations = 102;
+constexpr int kAttrConvFilterStrides = 103;
+constexpr int kAttrConvPostPaddings = 104;
+constexpr int kAttrConvPrePaddings = 105;
+constexpr int kAttrConvSpatialDims = 106;
+constexpr int kAttrEngineHeurMode = 200;
+constexpr int kAttrEngineHeurOperationGraph = 201;
+constexpr int kAttrEngineHeurResults = 202;
+constexpr int kAttrEngineCfgEngine = 300;
+constexpr int kAttrExecutionPlanHandle = 400;
+constexpr int kAttrExecutionPlanEngineConfig = 401;
+constexpr int kAttrExecutionPlanWorkspaceSize = 402;
+constexpr int kAttrConvForwardAlpha = 700;  // ..._BWD_DATA_* are these + 6
+constexpr int kAttrConvForwardBeta = 701;
+constexpr int kAttrConvForwardConvDesc = 702;
+constexpr int kAttrConvForwardW = 703;
+constexpr int kAttrConvForwardX = 704;  // BWD_DATA: DX
+constexpr int kAttrConvForwardY = 705;  // BWD_DATA: DY
+constexpr int kAttrConvBwdDataOffset = 6;
+constexpr int kAttrOperationGraphHandle = 800;
+constexpr int kAttrOperationGraphOps = 801;
+constexpr int kAttrTensorByteAlignment = 900;
+constexpr int kAttrTensorDataType = 901;
+constexpr int kAttrTensorDimensions = 902;
+constexpr int kAttrTensorStrides = 903;
+constexpr int kAttrTensorUniqueId = 906;
+constexpr int kAttrVariantPackUniqueIds = 1000;
+constexpr int kAttrVariantPackDataPointers = 1001;
+constexpr int kAttrVariantPackWorkspace = 1003;
+constexpr int kAttrEngineNumericalNote = 1303;
+constexpr int kAttrEngineBehaviorNote = 1305;
+
+// cudnnBackendHeurMode_t
+constexpr int kHeurModeA = 3;
+constexpr int kHeurModeFallback = 2;
+
+// cudnnBackendNumericalNote_t
+constexpr int kNoteTensorCore = 0;        // for float32: TF32 arithmetic
+constexpr int kNoteDownConvertInputs = 1;
+// cudnnBackendBehaviorNote_t
+constexpr int kNoteRuntimeCompilation = 0;
+
 struct Api {
   size_t (*get_version)();
   const char* (*error_string)(Status);
@@ -89,8 +164,15 @@ struct Api {
                           TensorDesc dy_desc, const void* dy, ConvDesc, int algo,
                           void* workspace, size_t workspace_bytes, const void* beta,
                           TensorDesc dx_desc, void* dx);
-  Status (*add_tensor)(Handle, const void* alpha, TensorDesc a_desc, const void* a,
-                       const void* beta, TensorDesc c_desc, void* c);
+
+  // The backend API.
+  Status (*backend_create)(int type, BackendDesc* desc);
+  Status (*backend_destroy)(BackendDesc desc);
+  Status (*backend_finalize)(BackendDesc desc);
+  Status (*backend_set)(BackendDesc desc, int name, int type, int64_t count, const void* values);
+  Status (*backend_get)(BackendDesc desc, int name, int type, int64_t requested, int64_t* count,
+                        void* values);
+  Status (*backend_execute)(Handle, BackendDesc plan, BackendDesc variant_pack);
 };
 
 // Loads libcudnn on first use (thread-safe) and returns its entry points.

@@ -63,7 +63,12 @@ Api load() {
   resolve_symbol(lib, search(), "cudnnFindConvolutionBackwardDataAlgorithm",
                  a.find_bwd_data_algos);
   resolve_symbol(lib, search(), "cudnnConvolutionBackwardData", a.backward_data);
-  resolve_symbol(lib, search(), "cudnnAddTensor", a.add_tensor);
+  resolve_symbol(lib, search(), "cudnnBackendCreateDescriptor", a.backend_create);
+  resolve_symbol(lib, search(), "cudnnBackendDestroyDescriptor", a.backend_destroy);
+  resolve_symbol(lib, search(), "cudnnBackendFinalize", a.backend_finalize);
+  resolve_symbol(lib, search(), "cudnnBackendSetAttribute", a.backend_set);
+  resolve_symbol(lib, search(), "cudnnBackendGetAttribute", a.backend_get);
+  resolve_symbol(lib, search(), "cudnnBackendExecute", a.backend_execute);
   const size_t version = a.get_version();
   AOTISHIM_CHECK(version >= 90000 && version < 100000, "cuDNN at ", lib.path, " is version ",
                  version, "; aotishim needs cuDNN 9");
