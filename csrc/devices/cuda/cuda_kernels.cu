@@ -145,6 +145,14 @@ __global__ void add_kernel(T* dst, const T* src, Geometry g) {
   }
 }
 
+// Keeps one thread busy for `cycles` clock ticks: holds a stream back while
+// work is queued behind it.
+__global__ void busy_wait_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
 constexpr int kThreads = 256;
 
 int blocks_for(int64_t numel) {
@@ -262,6 +270,15 @@ void launch_add(const StridedView& dst, const StridedView& src, const int64_t* s
     case DType::BFloat16: add_kernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(dst.data), static_cast<const __nv_bfloat16*>(src.data), g); break;
     default: fail(str("cuda add: unsupported dtype ", dtype_name(dst.dtype)));
   }
+  AOTISHIM_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_busy_wait(double microseconds, cudaStream_t stream) {
+  int device = 0, khz = 0;
+  AOTISHIM_CUDA_CHECK(cudaGetDevice(&device));
+  AOTISHIM_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device));
+  discard_earlier_error();
+  busy_wait_kernel<<<1, 1, 0, stream>>>(static_cast<long long>(microseconds * khz / 1000.0));
   AOTISHIM_CUDA_CHECK(cudaGetLastError());
 }
 

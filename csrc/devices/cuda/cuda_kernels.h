@@ -47,5 +47,10 @@ void launch_scale(const StridedView& t, const int64_t* sizes, int ndim, double b
 void launch_add(const StridedView& dst, const StridedView& src, const int64_t* sizes, int ndim,
                 cudaStream_t stream);
 
+// Occupies `stream` for about `microseconds` (one thread spinning on the
+// clock), so work queued behind it runs back to back: timing that work with
+// events then measures the device, not how fast the host queued it.
+void launch_busy_wait(double microseconds, cudaStream_t stream);
+
 }  // namespace cuda
 }  // namespace aotishim

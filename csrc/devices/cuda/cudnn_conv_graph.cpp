@@ -16,6 +16,7 @@
 #include "core/tensor.h"
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/cuda_device.h"
+#include "devices/cuda/cuda_kernels.h"
 #include "devices/cuda/cudnn_backend.h"
 #include "devices/cuda/cudnn_conv.h"
 
@@ -30,7 +31,7 @@ using cudnn::BackendDescriptor;
 constexpr int64_t kUidX = 1, kUidW = 2, kUidY = 3;
 // Plans finalized (and, with timing, timed) per problem: cuDNN ranks the
 // configurations, and the best is nearly always among its first few.
-constexpr size_t kMaxCandidates = 6;
+constexpr size_t kMaxCandidates = 8;
 
 BackendDescriptor tensor(const ConvProblem& p, const std::vector<int64_t>& sizes, int64_t uid) {
   BackendDescriptor t(cudnn::kTensorDescriptor);
@@ -171,6 +172,10 @@ std::string refusal(const BackendDescriptor& config, const ConvProblem& p, bool 
 }
 
 // Device time of one run of `plan`, in ms (infinite when it fails to run).
+// The timed runs are queued behind a busy-wait, so they run back to back
+// and the events time the engine: a small convolution takes less device
+// time than the host needs to queue it, so timing it as it is queued would
+// measure the host and rank every engine alike.
 float time_plan(CudaDevice& device, cudnn::Handle h, const GraphPlan& plan, const ConvBuffers& b,
                 void* workspace) {
   cudaStream_t stream = device.stream();
@@ -180,7 +185,8 @@ float time_plan(CudaDevice& device, cudnn::Handle h, const GraphPlan& plan, cons
   float ms = std::numeric_limits<float>::infinity();
   try {
     plan.run(h, b, workspace);  // warm-up: first launches load kernels
-    constexpr int kRuns = 3;
+    constexpr int kRuns = 5;
+    launch_busy_wait(40.0 * kRuns + 100.0, stream);
     AOTISHIM_CUDA_CHECK(cudaEventRecord(start, stream));
     for (int i = 0; i < kRuns; ++i) plan.run(h, b, workspace);
     AOTISHIM_CUDA_CHECK(cudaEventRecord(stop, stream));
