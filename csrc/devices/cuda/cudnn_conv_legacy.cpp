@@ -22,29 +22,22 @@ namespace {
                    " failed: ", ::aotishim::cuda::cudnn::status_text(st_));             \
   } while (0)
 
-struct TensorDesc {
-  cudnn::TensorDesc d = nullptr;
-  TensorDesc() { CUDNN_CHECK(cudnn::api().create_tensor_desc(&d), "cudnnCreateTensorDescriptor"); }
-  ~TensorDesc() { cudnn::api().destroy_tensor_desc(d); }
-  TensorDesc(const TensorDesc&) = delete;
-  TensorDesc& operator=(const TensorDesc&) = delete;
+// An owned legacy descriptor, made and destroyed by the Api's entries.
+template <typename T, cudnn::Status (*cudnn::Api::*create)(T*),
+          cudnn::Status (*cudnn::Api::*destroy)(T)>
+struct Owned {
+  T d = nullptr;
+  Owned() { CUDNN_CHECK((cudnn::api().*create)(&d), "creating a descriptor"); }
+  ~Owned() { (cudnn::api().*destroy)(d); }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
 };
-
-struct FilterDesc {
-  cudnn::FilterDesc d = nullptr;
-  FilterDesc() { CUDNN_CHECK(cudnn::api().create_filter_desc(&d), "cudnnCreateFilterDescriptor"); }
-  ~FilterDesc() { cudnn::api().destroy_filter_desc(d); }
-  FilterDesc(const FilterDesc&) = delete;
-  FilterDesc& operator=(const FilterDesc&) = delete;
-};
-
-struct ConvDesc {
-  cudnn::ConvDesc d = nullptr;
-  ConvDesc() { CUDNN_CHECK(cudnn::api().create_conv_desc(&d), "cudnnCreateConvolutionDescriptor"); }
-  ~ConvDesc() { cudnn::api().destroy_conv_desc(d); }
-  ConvDesc(const ConvDesc&) = delete;
-  ConvDesc& operator=(const ConvDesc&) = delete;
-};
+using TensorDesc = Owned<cudnn::TensorDesc, &cudnn::Api::create_tensor_desc,
+                         &cudnn::Api::destroy_tensor_desc>;
+using FilterDesc = Owned<cudnn::FilterDesc, &cudnn::Api::create_filter_desc,
+                         &cudnn::Api::destroy_filter_desc>;
+using ConvDesc =
+    Owned<cudnn::ConvDesc, &cudnn::Api::create_conv_desc, &cudnn::Api::destroy_conv_desc>;
 
 int to_int(int64_t v, const char* what) {
   AOTISHIM_CHECK(v >= 0 && v <= INT_MAX, "cuda convolution: ", what, " ", v,
