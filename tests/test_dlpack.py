@@ -329,3 +329,80 @@ class _FakeCuda:
 
     def __dlpack__(self, **kwargs):
         raise AssertionError("a producer on the wrong device must not be asked to export")
+
+
+def test_torch_inputs_taken_through_the_c_exchange_table(two):
+    """torch's tensor type carries DLPack's C exchange table: a cpu model
+    borrows a torch input through it, without calling __dlpack__, as the
+    producer's own memory (offset and strides as they lie), holding torch's
+    tensor exactly while the borrowed view lives."""
+    class Recording(torch.Tensor):
+        calls = 0
+
+        def __dlpack__(self, *args, **kwargs):
+            Recording.calls += 1
+            return super().__dlpack__(*args, **kwargs)
+
+    base = torch.arange(60, dtype=torch.float32).reshape(6, 10)
+    view = base[1:4, 2:9:2]
+    uses = base._use_count()
+    handle, code, sizes, packed = _core.borrow_exchange_input(view, "cpu")
+    try:
+        info = _core.tensor_info(handle)
+        assert info["data_ptr"] == view.data_ptr() and info["strides"] == [10, 2]
+        assert sizes == (3, 4) and not packed
+        np.testing.assert_array_equal(aotishim.shim.to_numpy(aotishim.shim.Tensor(handle)),
+                                      view.numpy())
+        assert view._use_count() > 1  # torch's tensor is held while borrowed
+    finally:
+        aotishim.shim.delete(handle)
+    assert base._use_count() == uses
+    # Producers without the table are left to the protocol.
+    assert _core.borrow_exchange_input(_NumpyProducer(np.ones(3, np.float32)), "cpu") is None
+
+    model, module = two
+    x = torch.randn(4, 8).as_subclass(Recording)
+    y = torch.randn(4, 8)
+    for got, want in zip(model.run(x, y), eager(module, x.as_subclass(torch.Tensor), y)):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+    assert Recording.calls == 0
+    p = _NumpyProducer(y.numpy())
+    got = model.run(x, p)[0]
+    assert p.calls == 1
+    np.testing.assert_allclose(got, (x.as_subclass(torch.Tensor) * 2 + y).numpy(), rtol=1e-6)
+
+
+def test_lazily_negated_torch_view_is_refused(two):
+    """torch.imag(z.conj()) is a view whose memory holds the imaginary part
+    un-negated, with torch's negative bit set; torch's DLPack export (the
+    protocol and the C table) hands over that memory without the negation,
+    so borrowing it read every value with the wrong sign. It is refused by
+    name; resolve_neg() gives a tensor that runs."""
+    model, module = two
+    z = torch.complex(torch.randn(4, 8), torch.randn(4, 8))
+    x = torch.imag(z.conj())
+    assert x.is_neg()
+    y = torch.randn(4, 8)
+    gc.collect()
+    before = live()
+    for outputs in ("numpy", "dlpack"):
+        with pytest.raises(aotishim.ModelInputError, match=r"input 0 .*negat.*resolve_neg"):
+            model.run(x, y, outputs=outputs)
+    assert live() == before
+    for got, want in zip(model.run(x.resolve_neg(), y), eager(module, x.resolve_neg(), y)):
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+class _NumpyProducer:
+    """A DLPack producer without a C exchange table (numpy's memory)."""
+
+    def __init__(self, a):
+        self.a = a
+        self.calls = 0
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+    def __dlpack__(self, **kwargs):
+        self.calls += 1
+        return self.a.__dlpack__(**kwargs)

@@ -101,10 +101,63 @@ struct Borrowed {
   std::vector<int64_t> sizes;
 };
 
+// A producer's tensor as aotishim will borrow it, checked.
+struct DLView {
+  char* data = nullptr;
+  int64_t offset = 0;  // elements
+  int32_t dtype = 0;
+  std::vector<int64_t> sizes, strides;
+};
+
+DLView read_dltensor(const DLTensor* t, const std::string& device) {
+  const DLDevice want = dl_device(device);
+  if (t->device.device_type != want.device_type || t->device.device_id != want.device_id) {
+    throw py::value_error("is on " + describe(t->device) + ", the model runs on " + device);
+  }
+  DLView v;
+  v.dtype = abi_dtype(t->dtype);
+  const int64_t itemsize = static_cast<int64_t>(aoti_torch_dtype_element_size(v.dtype));
+  if (t->ndim < 0) throw py::value_error("DLPack tensor has a negative ndim");
+  v.sizes.assign(t->shape, t->shape + t->ndim);
+  if (t->strides != nullptr && t->ndim > 0) v.strides.assign(t->strides, t->strides + t->ndim);
+  for (int64_t s : v.strides) {
+    if (s < 0) throw py::value_error("has negative strides, which aotishim cannot borrow; pass a copy");
+  }
+  if (t->data == nullptr) {
+    for (int64_t s : v.sizes) {
+      if (s < 0) throw py::value_error("DLPack tensor has a negative size");
+    }
+  }
+  // The offset stays an element offset into the borrowed span when it can,
+  // so the storage starts where the producer said its memory does.
+  v.data = static_cast<char*>(t->data);
+  if (t->byte_offset % static_cast<uint64_t>(itemsize) == 0) {
+    v.offset = static_cast<int64_t>(t->byte_offset / static_cast<uint64_t>(itemsize));
+  } else {
+    v.data += t->byte_offset;
+  }
+  return v;
+}
+
+// `keepalive` owns the producer's managed tensor: the borrowed storage holds
+// it, and its deleter runs when the last view of that storage dies (or at
+// once, if borrowing fails).
+Borrowed borrow_view(DLView v, const std::string& device, std::shared_ptr<void> keepalive) {
+  const uintptr_t handle = from_handle(borrow_memory(device, v.data, v.sizes, v.strides, v.offset,
+                                                     v.dtype, std::move(keepalive)));
+  return Borrowed{handle, v.dtype, std::move(v.sizes)};
+}
+
+std::shared_ptr<void> owning(DLManagedTensorVersioned* m) {
+  return std::shared_ptr<void>(m, [](void* p) {
+    auto* t = static_cast<DLManagedTensorVersioned*>(p);
+    if (t->deleter) t->deleter(t);
+  });
+}
+
 // Reads the tensor of a "dltensor" or "dltensor_versioned" capsule, borrows
-// it on `device` and marks the capsule used. From then on the borrowed
-// storage owns the managed tensor: its deleter runs when the last view of
-// that storage dies. Nothing is taken from a capsule that is refused.
+// it on `device` and marks the capsule used. Nothing is taken from a
+// capsule that is refused.
 Borrowed borrow_capsule_info(py::capsule capsule, const std::string& device) {
   const char* name = PyCapsule_GetName(capsule.ptr());
   if (name == nullptr) throw py::error_already_set();
@@ -133,34 +186,7 @@ Borrowed borrow_capsule_info(py::capsule capsule, const std::string& device) {
   } else {
     throw py::type_error("not a DLPack capsule (its name is '" + kind + "')");
   }
-
-  const DLDevice want = dl_device(device);
-  if (t->device.device_type != want.device_type || t->device.device_id != want.device_id) {
-    throw py::value_error("is on " + describe(t->device) + ", the model runs on " + device);
-  }
-  const int32_t dtype = abi_dtype(t->dtype);
-  const int64_t itemsize = static_cast<int64_t>(aoti_torch_dtype_element_size(dtype));
-  if (t->ndim < 0) throw py::value_error("DLPack tensor has a negative ndim");
-  std::vector<int64_t> sizes(t->shape, t->shape + t->ndim);
-  std::vector<int64_t> strides;
-  if (t->strides != nullptr && t->ndim > 0) strides.assign(t->strides, t->strides + t->ndim);
-  for (int64_t s : strides) {
-    if (s < 0) throw py::value_error("has negative strides, which aotishim cannot borrow; pass a copy");
-  }
-  if (t->data == nullptr) {
-    for (int64_t s : sizes) {
-      if (s < 0) throw py::value_error("DLPack tensor has a negative size");
-    }
-  }
-  // The offset stays an element offset into the borrowed span when it can,
-  // so the storage starts where the producer said its memory does.
-  char* data = static_cast<char*>(t->data);
-  int64_t offset = 0;
-  if (t->byte_offset % static_cast<uint64_t>(itemsize) == 0) {
-    offset = static_cast<int64_t>(t->byte_offset / static_cast<uint64_t>(itemsize));
-  } else {
-    data += t->byte_offset;
-  }
+  DLView v = read_dltensor(t, device);
 
   // Taken: the storage calls the producer's deleter, also if borrowing fails below.
   if (PyCapsule_SetName(capsule.ptr(), versioned ? kUsedVersionedCapsule : kUsedCapsule) != 0) {
@@ -168,20 +194,43 @@ Borrowed borrow_capsule_info(py::capsule capsule, const std::string& device) {
   }
   std::shared_ptr<void> keepalive;
   if (versioned) {
-    keepalive.reset(managed, [](void* p) {
-      auto* m = static_cast<DLManagedTensorVersioned*>(p);
-      if (m->deleter) m->deleter(m);
-    });
+    keepalive = owning(static_cast<DLManagedTensorVersioned*>(managed));
   } else {
     keepalive.reset(managed, [](void* p) {
       auto* m = static_cast<DLManagedTensor*>(p);
       if (m->deleter) m->deleter(m);
     });
   }
-  const uintptr_t handle = from_handle(
-      borrow_memory(device, data, sizes, strides, offset, dtype, std::move(keepalive)));
-  return Borrowed{handle, dtype, std::move(sizes)};
+  return borrow_view(std::move(v), device, std::move(keepalive));
 }
+
+// The C exchange table of `type`, or null when it has none this module can
+// use; looked up once per type (the cache holds the type, so its address is
+// never reused for another while cached).
+const DLPackExchangeAPI* exchange_api(PyTypeObject* type) {
+  static std::vector<std::pair<py::object, const DLPackExchangeAPI*>> cache;  // under the GIL
+  for (const auto& [t, api] : cache) {
+    if (t.ptr() == reinterpret_cast<PyObject*>(type)) return api;
+  }
+  const DLPackExchangeAPI* api = nullptr;
+  py::object attr = py::reinterpret_steal<py::object>(
+      PyObject_GetAttrString(reinterpret_cast<PyObject*>(type), "__dlpack_c_exchange_api__"));
+  if (!attr) {
+    PyErr_Clear();
+  } else if (PyCapsule_IsValid(attr.ptr(), "dlpack_exchange_api")) {
+    auto* a = static_cast<const DLPackExchangeAPI*>(
+        PyCapsule_GetPointer(attr.ptr(), "dlpack_exchange_api"));
+    if (a != nullptr && a->header.version.major == kDLPackMajor &&
+        a->managed_tensor_from_py_object_no_sync != nullptr) {
+      api = a;  // the producer keeps its table alive for the process
+    }
+  }
+  if (cache.size() < 64) {
+    cache.emplace_back(py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(type)), api);
+  }
+  return api;
+}
+
 
 uintptr_t borrow_capsule(py::capsule capsule, const std::string& device) {
   return borrow_capsule_info(capsule, device).handle;
@@ -190,8 +239,7 @@ uintptr_t borrow_capsule(py::capsule capsule, const std::string& device) {
 // Model.run's input path in one call: (handle, dtype code, sizes, packed),
 // so no tensor_info round trip is needed to check the input. `packed` says
 // whether the handle already has the row-major layout a model takes.
-py::tuple borrow_input(py::capsule capsule, const std::string& device) {
-  Borrowed b = borrow_capsule_info(capsule, device);
+py::tuple input_tuple(Borrowed b) {
   bool contiguous = false;
   const AOTITorchError err = aoti_torch_is_contiguous(to_handle(b.handle), &contiguous);
   if (err != AOTI_TORCH_SUCCESS) aoti_torch_delete_tensor_object(to_handle(b.handle));
@@ -199,6 +247,34 @@ py::tuple borrow_input(py::capsule capsule, const std::string& device) {
   py::tuple sizes(b.sizes.size());
   for (size_t i = 0; i < b.sizes.size(); ++i) sizes[i] = py::int_(b.sizes[i]);
   return py::make_tuple(b.handle, b.dtype, std::move(sizes), contiguous);
+}
+
+py::tuple borrow_input(py::capsule capsule, const std::string& device) {
+  return input_tuple(borrow_capsule_info(capsule, device));
+}
+
+// Model.run's cpu input path for producers with a C exchange table (torch's
+// tensors): the managed tensor taken through the table, no __dlpack__ call.
+// None when the producer has no table, or its tensor is not on the cpu (the
+// caller's __dlpack__ path then copies or refuses it, as for any producer).
+// cuda inputs keep __dlpack__(stream=...), which orders the producer's work.
+py::object borrow_exchange_input(py::handle obj, const std::string& device) {
+  if (dl_device(device).device_type != kDLCPU) return py::none();
+  const DLPackExchangeAPI* api = exchange_api(Py_TYPE(obj.ptr()));
+  if (api == nullptr) return py::none();
+  DLManagedTensorVersioned* m = nullptr;
+  if (api->managed_tensor_from_py_object_no_sync(obj.ptr(), &m) != 0 || m == nullptr) {
+    if (PyErr_Occurred()) throw py::error_already_set();
+    throw py::value_error("the producer's DLPack exchange table returned no tensor");
+  }
+  std::shared_ptr<void> keepalive = owning(m);  // from here on, m is released on every path
+  if (m->version.major > kDLPackMajor) {
+    buffer_error("DLPack version " + std::to_string(m->version.major) + " is newer than the " +
+                 std::to_string(kDLPackMajor) + ".x aotishim reads");
+  }
+  if (m->dl_tensor.device.device_type != kDLCPU) return py::none();
+  Borrowed b = borrow_view(read_dltensor(&m->dl_tensor, device), device, std::move(keepalive));
+  return input_tuple(std::move(b));
 }
 
 // The handle itself if it is packed row-major (what compiled models take);
@@ -390,6 +466,9 @@ void bind_dlpack(py::module_& m) {
         "Borrows a DLPack capsule's tensor on `device` (no copy); returns a handle.");
   m.def("borrow_dlpack_input", &borrow_input, py::arg("capsule"), py::arg("device"),
         "borrow_dlpack, returning (handle, dtype code, sizes tuple, is packed row-major).");
+  m.def("borrow_exchange_input", &borrow_exchange_input, py::arg("obj"), py::arg("device"),
+        "borrow_dlpack_input's result for a cpu tensor taken through its type's DLPack C "
+        "exchange table (__dlpack_c_exchange_api__), or None where that does not apply.");
   m.def("packed", &packed, py::arg("handle"),
         "The handle if packed row-major, else a packed copy on its device (the handle deleted).");
   m.def("device_stream", [](const std::string& device) { return device_stream(device); },

@@ -73,6 +73,31 @@ struct DLManagedTensorVersioned {
   DLTensor dl_tensor;
 };
 
+// The C exchange table (DLPack 1.2+): a framework's tensor type carries it
+// as `type(t).__dlpack_c_exchange_api__`, a capsule named
+// "dlpack_exchange_api", so a consumer reaches the tensor without Python
+// calls. Only the header and the member order matter to aotishim, which
+// calls managed_tensor_from_py_object_no_sync.
+struct DLPackExchangeAPIHeader {
+  DLPackVersion version;
+  DLPackExchangeAPIHeader* prev_api;
+};
+
+struct DLPackExchangeAPI {
+  DLPackExchangeAPIHeader header;
+  int (*managed_tensor_allocator)(DLTensor* prototype, DLManagedTensorVersioned** out,
+                                  void* error_ctx,
+                                  void (*set_error)(void* error_ctx, const char* kind,
+                                                    const char* message));
+  // No stream ordering: the caller orders itself after the producer's
+  // current work stream (current_work_stream) where there is one.
+  int (*managed_tensor_from_py_object_no_sync)(void* py_object, DLManagedTensorVersioned** out);
+  int (*managed_tensor_to_py_object_no_sync)(DLManagedTensorVersioned* tensor,
+                                             void** out_py_object);
+  int (*dltensor_from_py_object_no_sync)(void* py_object, DLTensor* out);
+  int (*current_work_stream)(int32_t device_type, int32_t device_id, void** out_current_stream);
+};
+
 }  // extern "C"
 
 namespace aotishim::python {

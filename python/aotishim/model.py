@@ -211,6 +211,20 @@ class Model:
         and its shape."""
         device = self._device
         if _is_dlpack_producer(value):
+            if _negated_lazily(value):
+                raise ModelInputError(
+                    f"{self._labels[index]} is a lazily negated view (torch's negative bit, "
+                    "e.g. from imag(z.conj())), which DLPack exports without the negation; "
+                    "pass x.resolve_neg()")
+            if device == "cpu":
+                # A producer with DLPack's C exchange table (torch) hands its
+                # tensor over without the Python protocol calls.
+                try:
+                    taken = _core.borrow_exchange_input(value, device)
+                except _EXPORT_ERRORS as e:
+                    raise ModelInputError(f"{self._labels[index]}: {e}") from None
+                if taken is not None:
+                    return self._checked(index, *taken)
             dl_type, dl_id = value.__dlpack_device__()
             if dl_type == _DL_CPU and device != "cpu":
                 value = np.from_dlpack(value)  # host data for a device model: copied below
@@ -447,6 +461,14 @@ def _is_dlpack_producer(value: Any) -> bool:
     """A non-numpy object speaking DLPack (numpy arrays keep numpy's path)."""
     return (not isinstance(value, (np.ndarray, np.generic))
             and hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"))
+
+
+def _negated_lazily(value: Any) -> bool:
+    """A torch view carrying the negative bit: its memory holds the values
+    un-negated, and torch's DLPack export (protocol and C table alike) hands
+    that memory over as it is, so reading it would give the wrong sign."""
+    is_neg = getattr(value, "is_neg", None)
+    return callable(is_neg) and bool(is_neg())
 
 
 def _dl_device(device: str) -> tuple[int, int]:
