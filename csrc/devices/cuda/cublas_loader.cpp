@@ -1,6 +1,5 @@
 // Loads libcublas at run time (library_search.h): the backend must load,
 // and report its devices, where cuBLAS is absent; only a GEMM needs it.
-#include <mutex>
 #include <string>
 
 #include "core/error.h"
@@ -38,14 +37,7 @@ Api load() {
 
 }  // namespace
 
-const Api& api() {
-  // Retried after a failure, so setting AOTISHIM_CUBLAS_PATH later works.
-  static std::mutex mutex;
-  static Api* loaded = nullptr;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (loaded == nullptr) loaded = new Api(load());
-  return *loaded;
-}
+const Api& api() { return load_once(&load); }
 
 std::string status_text(Status status) {
   const Api* a = nullptr;

@@ -1,7 +1,6 @@
 // Loads libcudnn at run time (library_search.h): the backend loads where
 // cuDNN is absent, and only a model that needs a convolution reports it
 // missing.
-#include <mutex>
 #include <string>
 
 #include "core/error.h"
@@ -77,14 +76,7 @@ Api load() {
 
 }  // namespace
 
-const Api& api() {
-  // Retried after a failure, so setting AOTISHIM_CUDNN_PATH later works.
-  static std::mutex mutex;
-  static Api* loaded = nullptr;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (loaded == nullptr) loaded = new Api(load());
-  return *loaded;
-}
+const Api& api() { return load_once(&load); }
 
 std::string search_description() {
   std::string out;

@@ -3,6 +3,7 @@
 // missing, naming every place that was tried.
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,18 @@ void resolve_symbol(const FoundLibrary& lib, const LibrarySearch& search, const 
   fn = reinterpret_cast<Fn>(find_symbol(lib.handle, symbol));
   AOTISHIM_CHECK(fn != nullptr || !required, search.what, " at ", lib.path, " lacks the symbol ",
                  symbol);
+}
+
+// The entry points `load` returns, loaded on first use and kept for the
+// process (thread-safe). A failed load is retried at the next call, so a
+// library installed or an override set afterwards is found then.
+template <typename Api>
+const Api& load_once(Api (*load)()) {
+  static std::mutex mutex;
+  static Api* loaded = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loaded == nullptr) loaded = new Api(load());
+  return *loaded;
 }
 
 }  // namespace cuda
