@@ -122,6 +122,19 @@ def test_bfloat16_and_float64():
     check(*qkv(1, 2, 30, 40, 16, dtype=torch.float64), tol=1e-10)
 
 
+@pytest.mark.parametrize("dtype,tol", [(torch.bfloat16, 2e-2), (torch.float64, 1e-10),
+                                       (torch.float32, 2e-5)])
+def test_masks_in_the_query_dtype_and_as_views(dtype, tol):
+    """The kernel reads a floating mask in its own dtype, row by row with the
+    row's stride: a mask of each dtype, transposed (a strided row) and offset."""
+    q, k, v = qkv(2, 3, 24, 40, 8, dtype=dtype, seed=3)
+    g = torch.Generator().manual_seed(7)
+    whole = torch.randn(2, 1, 45, 30, generator=g).to(dtype)
+    transposed = whole[:, :, 2:42, 3:27].transpose(2, 3)  # (2, 1, 24, 40), row stride 30
+    check(q, k, v, mask=transposed, tol=tol)
+    check(q, k, v, mask=torch.randn(24, 40, generator=g).to(dtype), causal=True, tol=tol)
+
+
 def test_errors():
     q, k, v = qkv(1, 2, 4, 4, 8)
     with pytest.raises(ShimError, match="dropout"):

@@ -173,6 +173,52 @@ def test_copy_broadcasts_and_honours_strides():
     np.testing.assert_array_equal(dst_np, expected)
 
 
+def _view_strategy(data, sizes):
+    """Strides (0 for broadcast, 1 for rows, gaps) and an offset for `sizes`."""
+    strides = data.draw(st.lists(st.sampled_from([0, 1, 2, 3, 5, 9, 17]),
+                                 min_size=len(sizes), max_size=len(sizes)))
+    offset = data.draw(st.integers(0, 3))
+    extent = offset + 1 + sum((n - 1) * s for n, s in zip(sizes, strides) if n > 0)
+    return strides, offset, extent
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_same_dtype_copy_between_any_views_matches_numpy(data):
+    """Same-dtype copies go row by row (one memmove per row with unit strides,
+    one load and store per element otherwise), for every element size: a
+    broadcast source (addmm's bias), gapped and offset views on both sides."""
+    dtype = data.draw(st.sampled_from(["bool", "int16", "float32", "int64", "bfloat16",
+                                       "float64"]))
+    from aotishim._dtypes import numpy_dtype
+
+    npd = numpy_dtype(dtype)
+    ndim = data.draw(st.integers(1, 3))
+    sizes = data.draw(st.lists(st.integers(0, 5), min_size=ndim, max_size=ndim))
+    src_strides, src_off, src_extent = _view_strategy(data, sizes)
+    # dst must not have two elements at one address: strides of a dense
+    # layout in some order, then scaled (gaps) and offset.
+    order = data.draw(st.permutations(range(ndim)))
+    dst_strides, step = [0] * ndim, data.draw(st.integers(1, 2))
+    for d in reversed(order):
+        dst_strides[d] = step
+        step *= max(sizes[d], 1) + data.draw(st.integers(0, 2))
+    dst_off = data.draw(st.integers(0, 3))
+    dst_extent = dst_off + 1 + sum((n - 1) * s for n, s in zip(sizes, dst_strides) if n > 0)
+
+    src_buf = (np.arange(src_extent) % 251 + 1).astype(npd)
+    dst_buf = np.zeros(dst_extent, dtype=npd)
+    dst = shim.reinterpret_tensor(shim.from_numpy(dst_buf), sizes, dst_strides, dst_off)
+    src = shim.reinterpret_tensor(shim.from_numpy(src_buf), sizes, src_strides, src_off)
+    shim.copy_(dst, src)
+
+    item = np.dtype(npd).itemsize
+    want = np.zeros(dst_extent, dtype=npd)
+    np.lib.stride_tricks.as_strided(want[dst_off:], sizes, [s * item for s in dst_strides])[...] = \
+        np.lib.stride_tricks.as_strided(src_buf[src_off:], sizes, [s * item for s in src_strides])
+    np.testing.assert_array_equal(dst_buf.view(np.uint8), want.view(np.uint8))
+
+
 def test_copy_between_overlapping_views_uses_source_values():
     # Non-dense views (stride 2), so the copy is an element loop, not a
     # memmove that handles overlap by itself: dst = buf[2::2], src = buf[0:8:2].

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "core/error.h"
@@ -62,6 +63,63 @@ void pack(T* dst, const Tensor& t, int64_t b, int64_t h, int64_t row0, int64_t r
           load(base + (r * t.strides[2] + c * t.strides[3]) * static_cast<int64_t>(item), t.dtype));
 }
 
+// Uninitialised scratch (a std::vector would clear it on every call).
+template <typename T>
+class Scratch {
+ public:
+  explicit Scratch(int64_t n) : p_(new T[static_cast<size_t>(std::max<int64_t>(n, 1))]) {}
+  T* data() { return p_.get(); }
+  T& operator[](int64_t i) { return p_[static_cast<size_t>(i)]; }
+
+ private:
+  std::unique_ptr<T[]> p_;
+};
+
+// scores[c] += mask[c] (a floating mask) or scores[c] = -inf where mask[c]
+// is false (a bool mask), for one row of `cols` mask elements `step`
+// elements apart: the dtype is looked at once per row, not per element.
+template <typename T, typename M, typename Convert>
+void mask_loop(T* sr, int64_t cols, const char* mrow, int64_t step, Convert convert) {
+  const int64_t bytes = step * static_cast<int64_t>(sizeof(M));
+  for (int64_t c = 0; c < cols; ++c) {
+    M x;
+    std::memcpy(&x, mrow + c * bytes, sizeof(M));  // views need not be aligned
+    sr[c] += static_cast<T>(convert(x));
+  }
+}
+
+template <typename T>
+void apply_mask_row(T* sr, int64_t cols, const char* mrow, int64_t step, DType dtype) {
+  switch (dtype) {
+    case DType::Bool: {
+      const uint8_t* mp = reinterpret_cast<const uint8_t*>(mrow);
+      const T neg_inf = -std::numeric_limits<T>::infinity();
+      for (int64_t c = 0; c < cols; ++c)
+        if (mp[c * step] == 0) sr[c] = neg_inf;
+      return;
+    }
+    case DType::Float32: mask_loop<T, float>(sr, cols, mrow, step, [](float x) { return x; }); return;
+    case DType::Float64: mask_loop<T, double>(sr, cols, mrow, step, [](double x) { return x; }); return;
+    case DType::BFloat16: mask_loop<T, uint16_t>(sr, cols, mrow, step, bf16_to_float); return;
+    case DType::Float16: mask_loop<T, uint16_t>(sr, cols, mrow, step, f16_to_float); return;
+    default: return;  // refused by the op
+  }
+}
+
+// out row (Ev elements `step` apart, in the output dtype) = o * inv.
+template <typename T>
+void store_row(char* orow, int64_t step, DType dtype, const T* o, int64_t Ev, T inv) {
+  if (dtype == DType::Float32) {
+    for (int64_t e = 0; e < Ev; ++e) {
+      const float x = static_cast<float>(o[e] * inv);
+      std::memcpy(orow + e * step * 4, &x, 4);
+    }
+    return;
+  }
+  const int64_t item = static_cast<int64_t>(element_size(dtype));
+  for (int64_t e = 0; e < Ev; ++e) store(orow + e * step * item, dtype, o[e] * inv);
+}
+
 // Row i of the softmax weights, exp(score - lse), from the packed query row:
 // a second pass over the keys, once the row's logsumexp is known. Masked keys
 // and rows with no key left get 0.
@@ -105,17 +163,20 @@ void attention(const SdpaArgs& a) {
   const T neg_inf = -std::numeric_limits<T>::infinity();
   AOTISHIM_CHECK(E <= blas::kMaxInt && Ev <= blas::kMaxInt, "head dimension too large");
 
+  // Tiles no larger than the problem: a tiny head (a few queries and keys)
+  // must not pay for allocating and clearing full-size tiles.
+  const int64_t q_tile = std::min(kQueryTile, L), k_tile = std::min(kKeyTile, S);
   cpu::parallel_for(B * H * q_tiles, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> q(kQueryTile * E), k(kKeyTile * E), v(kKeyTile * Ev), s(kQueryTile * kKeyTile),
-        o(kQueryTile * Ev), m(kQueryTile), l(kQueryTile);
+    Scratch<T> q(q_tile * E), k(k_tile * E), v(k_tile * Ev), s(q_tile * k_tile), o(q_tile * Ev),
+        m(q_tile), l(q_tile);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / (H * q_tiles), h = task / q_tiles % H, i0 = task % q_tiles * kQueryTile;
       const int64_t hk = h / group;
       const int64_t rows = std::min(kQueryTile, L - i0);
       pack(q.data(), a.q, b, h, i0, rows, E);
-      std::fill(o.begin(), o.end(), T(0));
-      std::fill(m.begin(), m.end(), neg_inf);
-      std::fill(l.begin(), l.end(), T(0));
+      std::fill(o.data(), o.data() + rows * Ev, T(0));
+      std::fill(m.data(), m.data() + rows, neg_inf);
+      std::fill(l.data(), l.data() + rows, T(0));
       // Causal: keys past the tile's last query are masked for every row.
       const int64_t s_end = a.causal ? std::min(S, i0 + rows) : S;
       for (int64_t j0 = 0; j0 < s_end; j0 += kKeyTile) {
@@ -134,15 +195,7 @@ void attention(const SdpaArgs& a) {
             const char* mrow = mk.data() + (b * mk.strides[0] + h * mk.strides[1] +
                                             i * mk.strides[2] + j0 * mk.strides[3]) *
                                                static_cast<int64_t>(mk.itemsize());
-            const int64_t step = mk.strides[3] * static_cast<int64_t>(mk.itemsize());
-            for (int64_t c = 0; c < cols; ++c) {
-              const double mv = load(mrow + c * step, mk.dtype);
-              if (mk.dtype == DType::Bool) {
-                if (mv == 0.0) sr[c] = neg_inf;
-              } else {
-                sr[c] += static_cast<T>(mv);
-              }
-            }
+            apply_mask_row(sr, cols, mrow, mk.strides[3], mk.dtype);
           }
           if (a.causal)
             for (int64_t c = std::max<int64_t>(0, i + 1 - j0); c < cols; ++c) sr[c] = neg_inf;
@@ -176,9 +229,7 @@ void attention(const SdpaArgs& a) {
         const T inv = l[r] > T(0) ? T(1) / l[r] : T(0);
         char* orow = a.out.data() + (b * a.out.strides[0] + h * a.out.strides[1] +
                                      i * a.out.strides[2]) * static_cast<int64_t>(a.out.itemsize());
-        for (int64_t e = 0; e < Ev; ++e)
-          store(orow + e * a.out.strides[3] * static_cast<int64_t>(a.out.itemsize()), a.out.dtype,
-                o[r * Ev + e] * inv);
+        store_row(orow, a.out.strides[3], a.out.dtype, o.data() + r * Ev, Ev, inv);
         float* lrow = reinterpret_cast<float*>(a.lse.data()) + b * a.lse.strides[0] +
                       h * a.lse.strides[1] + i * a.lse.strides[2];
         *lrow = static_cast<float>(m[r] + std::log(l[r]));
