@@ -208,7 +208,9 @@ Borrowed borrow_capsule_info(py::capsule capsule, const std::string& device) {
 // use; looked up once per type (the cache holds the type, so its address is
 // never reused for another while cached).
 const DLPackExchangeAPI* exchange_api(PyTypeObject* type) {
-  static std::vector<std::pair<py::object, const DLPackExchangeAPI*>> cache;  // under the GIL
+  // Under the GIL; never destroyed, since its references must not be
+  // dropped after the interpreter has finalised.
+  static auto& cache = *new std::vector<std::pair<py::object, const DLPackExchangeAPI*>>();
   for (const auto& [t, api] : cache) {
     if (t.ptr() == reinterpret_cast<PyObject*>(type)) return api;
   }
