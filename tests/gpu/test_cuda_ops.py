@@ -406,8 +406,9 @@ else:
 
 def test_convolutions_run_on_the_graph_api():
     """Every case of CONVS, in float32 and bfloat16, runs on cuDNN's graph API
-    (a plan whose call binds pointers and executes): with AOTISHIM_LOG=info a
-    problem that falls back to the legacy API is logged, and none may. The
+    (a plan whose call binds pointers and executes): with AOTISHIM_LOG=info
+    each problem logs which API its plan is on, once, when the plan is made;
+    all 2 x len(CONVS) must say the graph API and none the legacy one. The
     legacy API alone (AOTISHIM_CUDNN_API=legacy) runs test_convolution_*
     in run_on_h200.sh's "legacy" group."""
     code = f"""
@@ -432,6 +433,8 @@ print('RAN')
     assert r.returncode == 0 and "RAN" in r.stdout, r.stderr[-3000:]
     fallbacks = [line for line in r.stderr.splitlines() if "legacy API runs it" in line]
     assert not fallbacks, "\n".join(fallbacks)
+    graph_plans = [line for line in r.stderr.splitlines() if "graph-API plan" in line]
+    assert len(graph_plans) == 2 * len(CONVS), r.stderr[-3000:]
 
 
 # ---------------------------------------------------------------- topk, nonzero

@@ -189,6 +189,7 @@ void cudnn_convolution(CudaDevice& device, const ConvArgs& c) {
     if (graph_api_enabled()) {
       why.clear();
       plan = make_graph_conv_plan(device, h, p, buffers, &why);
+      if (plan) log(LogLevel::Info, str("cuda convolution (", p.describe(), "): graph-API plan"));
     }
     if (!plan) {
       log(LogLevel::Info, str("cuda convolution (", p.describe(),
