@@ -255,15 +255,17 @@ py::tuple borrow_input(py::capsule capsule, const std::string& device) {
   return input_tuple(borrow_capsule_info(capsule, device));
 }
 
-// Model.run's cpu input path for producers with a C exchange table (torch's
-// tensors): the managed tensor taken through the table, no __dlpack__ call.
-// None when the producer has no table, or its tensor is not on the cpu (the
-// caller's __dlpack__ path then copies or refuses it, as for any producer).
-// cuda inputs keep __dlpack__(stream=...), which orders the producer's work.
+// Model.run's input path for producers with a C exchange table (torch's
+// tensors): the managed tensor taken through the table, no Python protocol
+// call. For cuda the model's stream is ordered after the producer's current
+// work stream first, as DLPack's stream= would have the producer do. None
+// when the producer has no table, or its tensor is not on the model's device
+// (the caller's __dlpack__ path then copies host data or names the mismatch).
 py::object borrow_exchange_input(py::handle obj, const std::string& device) {
-  if (dl_device(device).device_type != kDLCPU) return py::none();
+  const DLDevice want = dl_device(device);
   const DLPackExchangeAPI* api = exchange_api(Py_TYPE(obj.ptr()));
   if (api == nullptr) return py::none();
+  if (is_cuda(want) && api->current_work_stream == nullptr) return py::none();
   DLManagedTensorVersioned* m = nullptr;
   if (api->managed_tensor_from_py_object_no_sync(obj.ptr(), &m) != 0 || m == nullptr) {
     if (PyErr_Occurred()) throw py::error_already_set();
@@ -274,7 +276,17 @@ py::object borrow_exchange_input(py::handle obj, const std::string& device) {
     buffer_error("DLPack version " + std::to_string(m->version.major) + " is newer than the " +
                  std::to_string(kDLPackMajor) + ".x aotishim reads");
   }
-  if (m->dl_tensor.device.device_type != kDLCPU) return py::none();
+  const DLDevice got = m->dl_tensor.device;
+  if (got.device_type != want.device_type || got.device_id != want.device_id) return py::none();
+  if (is_cuda(want)) {
+    void* stream = nullptr;
+    if (api->current_work_stream(kDLCUDA, want.device_id, &stream) != 0) {
+      if (PyErr_Occurred()) throw py::error_already_set();
+      throw py::value_error("the producer's DLPack exchange table named no current stream");
+    }
+    // A null stream is the legacy default stream (DLPack's 1, our 0).
+    order_device_after_stream(device, reinterpret_cast<intptr_t>(stream));
+  }
   Borrowed b = borrow_view(read_dltensor(&m->dl_tensor, device), device, std::move(keepalive));
   return input_tuple(std::move(b));
 }
@@ -469,8 +481,9 @@ void bind_dlpack(py::module_& m) {
   m.def("borrow_dlpack_input", &borrow_input, py::arg("capsule"), py::arg("device"),
         "borrow_dlpack, returning (handle, dtype code, sizes tuple, is packed row-major).");
   m.def("borrow_exchange_input", &borrow_exchange_input, py::arg("obj"), py::arg("device"),
-        "borrow_dlpack_input's result for a cpu tensor taken through its type's DLPack C "
-        "exchange table (__dlpack_c_exchange_api__), or None where that does not apply.");
+        "borrow_dlpack_input's result for a tensor taken through its type's DLPack C "
+        "exchange table (__dlpack_c_exchange_api__), ordered after the producer's current "
+        "cuda stream; None where that does not apply.");
   m.def("packed", &packed, py::arg("handle"),
         "The handle if packed row-major, else a packed copy on its device (the handle deleted).");
   m.def("device_stream", [](const std::string& device) { return device_stream(device); },

@@ -110,8 +110,9 @@ class Model:
         an object exporting ``__dlpack__``/``__dlpack_device__`` (a torch
         tensor, a CuPy array) on the model's device, whose memory the model
         reads in place, without a copy (strided or offset views are packed on
-        the device first). For a cuda model the producer is asked to order
-        its pending work before aotishim's stream (DLPack's ``stream=``), the
+        the device first). For a cuda model aotishim's stream is ordered after
+        the producer's pending work (through DLPack's C exchange table's
+        current stream for torch, else the producer's ``stream=``), the
         model runs on that stream, and the producer gets its memory back only
         once the work queued there has finished (a producer's allocator may
         otherwise hand it to a writer on another stream while the model still
@@ -169,15 +170,11 @@ class Model:
     def _run_exchange(self, core: Any, inputs: Sequence[Any], outputs: str) -> tuple[Any, ...]:
         """Runs on tensor handles: DLPack inputs borrowed, numpy ones borrowed
         or copied as :meth:`run` does; outputs as DeviceTensors or numpy."""
-        # The stream a cuda producer orders its work before: this thread's,
-        # the same for every input of one run.
-        stream = _core.device_stream(self._device) if self._dl_want is not None and \
-            self._dl_want[0] == _DL_CUDA else None
         handles: list[int] = []
         shapes: list[tuple[int, ...]] = []
         try:
             for i, value in enumerate(inputs):
-                handle, shape = self._input_handle(i, value, stream)
+                handle, shape = self._input_handle(i, value)
                 handles.append(handle)
                 shapes.append(shape)
             if self._input_specs is not None:
@@ -206,7 +203,7 @@ class Model:
                     _core.delete_tensor_object(h)
         return tuple(results)
 
-    def _input_handle(self, index: int, value: Any, stream: int | None) -> tuple[int, tuple]:
+    def _input_handle(self, index: int, value: Any) -> tuple[int, tuple]:
         """A packed tensor handle on the model's device for input ``index``,
         and its shape."""
         device = self._device
@@ -216,9 +213,10 @@ class Model:
                     f"{self._labels[index]} is a lazily negated view (torch's negative bit, "
                     "e.g. from imag(z.conj())), which DLPack exports without the negation; "
                     "pass x.resolve_neg()")
-            if device == "cpu":
+            if self._dl_want is not None:
                 # A producer with DLPack's C exchange table (torch) hands its
-                # tensor over without the Python protocol calls.
+                # tensor over without the Python protocol calls; on cuda the
+                # model's stream is ordered after the producer's current one.
                 try:
                     taken = _core.borrow_exchange_input(value, device)
                 except _EXPORT_ERRORS as e:
@@ -235,7 +233,10 @@ class Model:
                         f"{self._labels[index]} is on {_describe_dl_device(dl_type, dl_id)}, "
                         f"the model runs on {device}")
                 try:
-                    capsule = _export_capsule(value, stream if want[0] == _DL_CUDA else None)
+                    # A cuda producer orders its work before this thread's
+                    # stream on the model's device, which the model runs on.
+                    stream = _core.device_stream(device) if want[0] == _DL_CUDA else None
+                    capsule = _export_capsule(value, stream)
                     borrowed = _core.borrow_dlpack_input(capsule, device)
                 except _EXPORT_ERRORS as e:
                     raise ModelInputError(f"{self._labels[index]}: {e}") from None

@@ -156,12 +156,30 @@ def test_wrong_device_or_dtype_refused():
                 model.run(torch.randn(64, 256, device="cuda:1"), y)
 
 
-def test_producer_side_stream_written_right_before_run():
+class ProtocolOnly:
+    """A producer without DLPack's C exchange table (as CuPy is), over a
+    torch tensor: only __dlpack__(stream=) can order its work."""
+
+    def __init__(self, t) -> None:
+        self.t = t
+
+    def __dlpack__(self, **kwargs):
+        return self.t.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+@pytest.mark.parametrize("path", ["exchange_table", "protocol"])
+def test_producer_side_stream_written_right_before_run(path):
     """The producer's writes are queued behind a long kernel on its side
-    stream and the model is run at once: without the wait DLPack's stream=
-    asks for, the model reads the memory before it is written."""
+    stream and the model is run at once: without ordering aotishim's stream
+    after the producer's (its current stream from the C exchange table, or
+    the wait DLPack's stream= asks for), the model reads the memory before
+    it is written."""
     so, module = model_for()
     producer = torch.cuda.Stream()
+    wrap = ProtocolOnly if path == "protocol" else (lambda t: t)
     with aotishim.load(so, device="cuda") as model:
         for step in range(3):
             with torch.cuda.stream(producer):
@@ -170,11 +188,51 @@ def test_producer_side_stream_written_right_before_run():
                 torch.cuda._sleep(SLEEP_CYCLES)
                 x.fill_(1.5 + step)
                 y.normal_()
-                outs = model.run(x, y, outputs="dlpack")
+                outs = model.run(wrap(x), wrap(y), outputs="dlpack")
                 want = eager(module, x, y)
             torch.cuda.synchronize()
             for i, (o, w) in enumerate(zip(outs, want)):
-                check(f"producer_stream step {step} output {i}", torch.from_dlpack(o), w)
+                check(f"producer_stream {path} step {step} output {i}", torch.from_dlpack(o), w)
+
+
+def test_torch_cuda_inputs_taken_through_the_c_exchange_table():
+    """torch's tensors carry DLPack's C exchange table: a cuda model takes
+    them through it, never calling torch's Python __dlpack__, and holds
+    torch's tensor while the borrowed view lives."""
+    class Recording(torch.Tensor):
+        calls = 0
+
+        def __dlpack__(self, *args, **kwargs):
+            Recording.calls += 1
+            return super().__dlpack__(*args, **kwargs)
+
+    so, module = model_for()
+    base = torch.randn(256, 64, device="cuda")
+    view = base.t().as_subclass(Recording)  # strided: packed on the device
+    uses = view._use_count()
+    handle, code, sizes, packed = _core.borrow_exchange_input(view, "cuda:0")
+    try:
+        info = _core.tensor_info(handle)
+        assert info["data_ptr"] == base.data_ptr() and info["strides"] == [1, 64]
+        assert sizes == (64, 256) and not packed
+        assert view._use_count() > uses  # torch's tensor held while borrowed
+    finally:
+        aotishim.shim.delete(handle)
+    aotishim.synchronize("cuda:0")  # releases what the device is done with
+    assert view._use_count() == uses
+    with aotishim.load(so, device="cuda") as model:
+        for step in range(2):
+            x = torch.randn(64, 256, device="cuda").as_subclass(Recording)
+            y = torch.randn(64, 256, device="cuda")
+            outs = model.run(view, x, outputs="dlpack")
+            want = eager(module, view.as_subclass(torch.Tensor), x.as_subclass(torch.Tensor))
+            for i, (o, w) in enumerate(zip(outs, want)):
+                check(f"exchange_table step {step} output {i}", torch.from_dlpack(o), w)
+            outs = model.run(x, y)  # numpy out
+            want = eager(module, x.as_subclass(torch.Tensor), y)
+            for i, (o, w) in enumerate(zip(outs, want)):
+                check(f"exchange_table numpy step {step} output {i}", o, w)
+    assert Recording.calls == 0
 
 
 def test_consumer_reads_at_once_on_its_own_stream():

@@ -67,6 +67,11 @@ cudaStream_t from_exchange(intptr_t stream) {
 
 void CudaDevice::order_after(cudaStream_t producer, cudaStream_t consumer) {
   if (producer == consumer) return;
+  // The legacy default stream and a blocking stream (ours is one) are
+  // ordered with each other by CUDA itself: no event is needed.
+  const bool legacy_and_ours = (producer == cudaStreamLegacy && consumer == stream_) ||
+                               (producer == stream_ && consumer == cudaStreamLegacy);
+  if (legacy_and_ours) return;
   // One event serves every call: a wait captures the record before it, so
   // the event may be recorded again as soon as cudaStreamWaitEvent returns.
   // The lock keeps another thread's record from slipping in between.
