@@ -10,6 +10,7 @@
 #include "aotishim/c_shim.h"
 #include "aotishim/error.h"
 #include "aotishim/export.h"
+#include "core/shim_profile.h"
 
 namespace aotishim {
 
@@ -44,6 +45,7 @@ void clear_last_error();
 // Never lets anything escape.
 template <typename Body>
 AOTITorchError guard(const char* function, Body&& body, bool quiet = false) noexcept {
+  ShimTimer timer(function);
   try {
     body();
     return AOTI_TORCH_SUCCESS;

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "aotishim/runtime.h"
+#include "aotishim/shim_profile.h"
 #include "python/bindings.h"
 
 namespace py = pybind11;
@@ -49,6 +50,17 @@ void bind_stats(py::module_& m) {
     synchronize(d);
   });
   m.def("memory_stats", &stats_dict);
+  m.def(
+      "shim_profile",
+      [](bool reset) {
+        py::list out;
+        for (const ShimTiming& t : shim_profile(reset)) {
+          out.append(py::make_tuple(t.name, t.calls, t.nanoseconds));
+        }
+        return out;
+      },
+      py::arg("reset") = false);
+  m.def("shim_profiling", &shim_profiling);
   m.def("cleanup_memory", &cleanup_memory);
   m.def("create_scope", &create_scope);
   m.def("destroy_scope", &destroy_scope);

@@ -329,8 +329,12 @@ std::vector<AtenTensorHandle> Model::Impl::invoke(std::vector<AtenTensorHandle>&
   clear_last_error();
   target->take_runtime_error();  // an earlier caller's, not this run's
   const uint64_t check_failures = check_failure_count();
-  auto err = api.run(container, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
-                     run_stream(*target), nullptr);
+  runner::AOTIRuntimeError err;
+  {
+    ShimTimer timer("model run (the container's whole run)");
+    err = api.run(container, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
+                  run_stream(*target), nullptr);
+  }
   // A check that failed inside a parallel kernel could not stop the run; its
   // outputs are not to be trusted.
   if (check_failure_count() != check_failures) {

@@ -36,6 +36,15 @@ def memory_stats() -> dict:
     return _core.memory_stats()
 
 
+def shim_profile(reset: bool = False) -> list[dict]:
+    """Calls and host time per C entry point so far, most time first:
+    ``[{"name", "calls", "seconds"}]``, with a model's whole run as
+    ``"model run (...)"`` (inclusive: an entry point called inside another
+    counts in both). Recorded only when the process started with
+    ``AOTISHIM_PROFILE_SHIMS=1`` (else empty); ``reset`` starts it again."""
+    return [{"name": n, "calls": c, "seconds": ns * 1e-9} for n, c, ns in _core.shim_profile(reset)]
+
+
 def synchronize(device: str = "cpu") -> None:
     """Wait for all work queued on ``device``."""
     _core.synchronize(device)
@@ -60,4 +69,4 @@ def cmake_dir() -> str:
     return str(path)
 
 
-__all__ = ["DeviceTensor", "LeakWarning", "Model", "ModelError", "ModelInputError", "ShimError", "load", "cleanup_memory", "cmake_dir", "devices", "memory_stats", "shim", "synchronize"]
+__all__ = ["DeviceTensor", "LeakWarning", "Model", "ModelError", "ModelInputError", "ShimError", "load", "cleanup_memory", "cmake_dir", "devices", "memory_stats", "shim", "shim_profile", "synchronize"]

@@ -5,7 +5,8 @@
 # benchmark. Logs go to $OUT (default ./gpu-out); $OUT/summary.txt says what
 # each phase did and where its log is.
 #   PHASES="build models test bench" (default; also "pair": the two-model
-#   aotishim-vs-torch-runner comparison)   TIMEOUT_<PHASE>=seconds
+#   aotishim-vs-torch-runner comparison; "profile": where a run's host time
+#   goes, PROFILE_MODELS=a,b of the bench's cache)   TIMEOUT_<PHASE>=seconds
 #   TEST_GROUPS="device models multi dlpack ops zoo heuristic legacy" (default: all):
 #   which groups of tests/gpu the test phase runs
 #   TOTAL_S=540: the whole run's time; each phase gets what is left of it, and
@@ -236,7 +237,7 @@ if has bench; then
   # measure what compiled within the budget left; a rerun continues from the
   # cache. Kernels compiled for the zoo tests are reused through Inductor's cache.
   echo "== benchmark (zoo)"
-  budget=$((TOTAL_S - SECONDS - 20))
+  budget=$((TOTAL_S - SECONDS - 20 - $(has profile && echo "${PROFILE_S:-100}" || echo 0)))
   [ "$budget" -lt 120 ] && budget=120
   note "bench: budget $budget s"
   step "bench zoo (table zoo.md, log bench.txt, workers zoo-logs/)" "$((budget + 60))" \
@@ -245,6 +246,16 @@ if has bench; then
     --cache "$AOTISHIM_TEST_MODEL_CACHE/zoo-bench" --logs "$OUT/zoo-logs" \
     --json "$OUT/zoo.json" --out "$OUT/zoo.md" > "$OUT/bench.txt" 2>&1
   tail -60 "$OUT/bench.txt"
+fi
+
+if has profile; then
+  # Where a device-resident run's host time goes, on models the bench phase
+  # compiled (its cache): per variant and per C entry point.
+  step "profile (call_profile.txt)" "$(cap "${PROFILE_S:-100}" 5)" \
+    $PY benchmarks/cuda_call_profile.py --cache "$AOTISHIM_TEST_MODEL_CACHE/zoo-bench" \
+    --models "${PROFILE_MODELS:-mlp_bf16}" --json "$OUT/call_profile.json" \
+    > "$OUT/call_profile.txt" 2>&1
+  cat "$OUT/call_profile.txt"
 fi
 
 if has pair; then
