@@ -55,6 +55,9 @@ class Device {
   // with queues fills on the device instead (no wait for the host).
   virtual void fill_zero(const Tensor& dst_packed) { upload_zeros(dst_packed); }
   virtual void synchronize() {}
+  // Whether this device's gemm kernel takes addmm's bias as GemmArgs'
+  // row_bias (added in the product's epilogue, no copy into out first).
+  virtual bool gemm_fuses_row_bias() const { return false; }
   virtual DeviceCounters counters() const { return {}; }
 
   // Code outside aotishim that relies on the runtime's implicit per-thread

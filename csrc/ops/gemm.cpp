@@ -101,6 +101,13 @@ Tensor expand_bias(const Tensor& self, int64_t M, int64_t N) {
   return make_view(self, target, strides, self.storage_offset);
 }
 
+// A 2-D (M, N) view holding one N-vector: stride 0 down the rows, unit
+// stride along them (size-1 dimensions may have any stride).
+bool is_row_vector(const Tensor& bias) {
+  return (bias.sizes[0] == 1 || bias.strides[0] == 0) &&
+         (bias.sizes[1] == 1 || bias.strides[1] == 1);
+}
+
 // out = beta * bias + alpha * a @ b (out, a, b all 2-D or all 3-D). bias is
 // already out's shape and is read only when beta != 0; without a bias the
 // product simply overwrites out.
@@ -116,14 +123,19 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, doub
   const bool via_temp = may_overlap(out, a) || may_overlap(out, b) ||
                         (read_bias && !bias_in_place && may_overlap(out, *bias));
   Tensor target = via_temp ? make_empty(device, out.dtype, out.sizes) : out;
-  if (read_bias && !(bias_in_place && !via_temp)) device.copy(target, *bias);
+  // addmm's usual bias, a vector added to every row, goes to a kernel that
+  // adds it in the product's epilogue; any other is copied into out first.
+  const bool fuse_bias = read_bias && !bias_in_place && beta == 1.0 && is_row_vector(*bias) &&
+                         device.gemm_fuses_row_bias();
+  if (read_bias && !fuse_bias && !(bias_in_place && !via_temp)) device.copy(target, *bias);
 
   GemmArgs args;
   args.out = as_batch(target);
   args.a = as_batch(a);
   args.b = as_batch(b);
   args.alpha = alpha;
-  args.beta = read_bias ? beta : 0.0;
+  args.beta = read_bias && !fuse_bias ? beta : 0.0;
+  if (fuse_bias) args.row_bias = as_batch(*bias);
   ops::gemm.run(device, args);
   if (via_temp) device.copy(out, target);
 }

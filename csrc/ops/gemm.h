@@ -4,6 +4,8 @@
 // supports it (their kernel rejects it otherwise, in one place).
 #pragma once
 
+#include <optional>
+
 #include "aotishim/export.h"
 #include "core/tensor.h"
 #include "ops/op.h"
@@ -20,6 +22,11 @@ struct GemmArgs {
   Tensor b;    // (B, K, N)
   double alpha = 1.0;
   double beta = 0.0;
+  // Only for kernels of devices whose gemm_fuses_row_bias() is true: a
+  // (1, M, N) view whose every row is one N-vector of adjacent elements,
+  // added to out after alpha * a @ b (beta is then 0); out does not
+  // overlap it.
+  std::optional<Tensor> row_bias;
 };
 
 namespace ops {

@@ -7,7 +7,7 @@
 #   PHASES="build models test bench" (default; also "pair": the two-model
 #   aotishim-vs-torch-runner comparison; "profile": where a run's host time
 #   goes, PROFILE_MODELS=a,b of the bench's cache)   TIMEOUT_<PHASE>=seconds
-#   TEST_GROUPS="device models multi dlpack ops zoo heuristic legacy" (default: all):
+#   TEST_GROUPS="device cublas_legacy models multi dlpack ops zoo heuristic legacy" (default: all):
 #   which groups of tests/gpu the test phase runs
 #   TOTAL_S=540: the whole run's time; each phase gets what is left of it, and
 #   the benchmark measures within what remains (its table always completes).
@@ -18,7 +18,7 @@ OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 PHASES=${PHASES:-build models test bench}
-TEST_GROUPS=${TEST_GROUPS:-device models multi dlpack ops zoo heuristic legacy}
+TEST_GROUPS=${TEST_GROUPS:-device cublas_legacy models multi dlpack ops zoo heuristic legacy}
 TOTAL_S=${TOTAL_S:-540}
 export PYTHONUNBUFFERED=1
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
@@ -183,6 +183,9 @@ if has test; then
   }
   echo "== tests/gpu ($TEST_GROUPS)"
   group device && t pytest.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_device.py
+  # The matrix products on cublasGemmStridedBatchedEx alone (cuBLASLt's fallback).
+  group cublas_legacy && AOTISHIM_CUBLAS_API=legacy t pytest_cublas_legacy.log \
+    "${TIMEOUT_TEST:-120}" tests/gpu/test_cuda_device.py -k "mm or addmm or bmm"
   group models && t pytest_models.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_models.py \
     tests/gpu/test_cuda_recurrent.py
   # Several GPUs in one process (skipped with one) and runtime errors.

@@ -224,6 +224,8 @@ def dev_matrix(a: np.ndarray, layout: str, offset: int = 0) -> tuple[shim.Tensor
 def tol(dtype, k):
     if dtype is BF16:
         return dict(rtol=2e-2, atol=2e-2 * np.sqrt(k))
+    if dtype is np.float16:
+        return dict(rtol=2e-3, atol=2e-3 * np.sqrt(k))
     return dict(rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
@@ -280,6 +282,65 @@ def test_addmm_beta_zero_ignores_nan_in_bias_and_out():
     ch.call("aoti_torch_cuda_addmm_out", out.handle, bias.handle, to_dev(a_np).handle,
             to_dev(b_np).handle, 0.0, 1.0)
     np.testing.assert_allclose(shim.to_numpy(out), a_np @ b_np, rtol=1e-5, atol=1e-5)
+
+
+DTYPE_NAMES = {np.float32: "float32", BF16: "bfloat16", np.float16: "float16",
+               np.float64: "float64"}
+
+
+@pytest.mark.parametrize("dtype", list(DTYPE_NAMES), ids=list(DTYPE_NAMES.values()))
+@pytest.mark.parametrize("bias_shape", [(10,), (1, 10)])
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+@pytest.mark.parametrize("out_layout", ["row", "col"])
+def test_addmm_bias_in_the_epilogue(dtype, bias_shape, alpha, out_layout):
+    """linear's addmm (beta 1, a bias vector per row) adds the bias in
+    cuBLASLt's epilogue: one command where a copy of the bias into out
+    came first (two), at any offset of the bias. Into a column-major out
+    the epilogue does not apply and the bias is copied first, as before."""
+    m, k, n = 13, 9, 10
+    a_np, b_np = rand((m, k), dtype), rand((n, k), dtype)
+    bias_np = rand(bias_shape, dtype)
+    a = to_dev(a_np)
+    b = shim.reinterpret_tensor(to_dev(b_np), [k, n], [1, k], 0)  # weight.t(), as linear does
+    bias_buf = to_dev(np.concatenate([rand((1,), dtype), bias_np.reshape(-1)]))
+    bias = shim.reinterpret_tensor(bias_buf, list(bias_shape),
+                                   [1] if len(bias_shape) == 1 else [n, 1], 1)  # misaligned
+    out, _ = dev_matrix(np.full((m, n), np.nan, np.float32).astype(dtype), out_layout, offset=2)
+    before = device_stats()["commands"]
+    ch.call("aoti_torch_cuda_addmm_out", out.handle, bias.handle, a.handle, b.handle, 1.0, alpha)
+    commands = device_stats()["commands"] - before
+    ref = bias_np.astype(np.float64) + alpha * (a_np.astype(np.float64) @ b_np.T.astype(np.float64))
+    np.testing.assert_allclose(shim.to_numpy(out).astype(np.float64), ref, **tol(dtype, k))
+    fused = out_layout == "row" and os.environ.get("AOTISHIM_CUBLAS_API") != "legacy"
+    assert commands == (1 if fused else 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64], ids=["float16", "float64"])
+@pytest.mark.parametrize("la", ["row", "col"])
+@pytest.mark.parametrize("lo", ["row", "col"])
+def test_mm_more_dtypes(dtype, la, lo):
+    m, k, n = 17, 33, 12
+    a, a_np = dev_matrix(rand((m, k), dtype), la, offset=1)
+    b, b_np = dev_matrix(rand((k, n), dtype), "row", offset=3)
+    out, _ = dev_matrix(np.full((m, n), np.nan, dtype), lo, offset=1)
+    ch.call("aoti_torch_cuda_mm_out", out.handle, a.handle, b.handle)
+    ref = a_np.astype(np.float64) @ b_np.astype(np.float64)
+    np.testing.assert_allclose(shim.to_numpy(out).astype(np.float64), ref,
+                               **(tol(dtype, k) if dtype is np.float16
+                                  else dict(rtol=1e-10, atol=1e-10)))
+
+
+def test_repeated_gemms_reuse_their_plan_with_new_pointers():
+    """A plan is made once per problem and kept: calls with the same shapes
+    and new data (another allocation each time) give each its own answer."""
+    m, k, n = 64, 32, 48
+    for step in range(4):
+        a_np, b_np, bias_np = rand((m, k), np.float32), rand((k, n), np.float32), rand((n,), np.float32)
+        out = shim.empty_strided([m, n], None, "float32", DEV)
+        ch.call("aoti_torch_cuda_addmm_out", out.handle, to_dev(bias_np).handle,
+                to_dev(a_np).handle, to_dev(b_np).handle, 1.0, 1.0)
+        ref = bias_np.astype(np.float64) + a_np.astype(np.float64) @ b_np.astype(np.float64)
+        np.testing.assert_allclose(shim.to_numpy(out), ref, **tol(np.float32, k))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, BF16], ids=["float32", "bfloat16"])

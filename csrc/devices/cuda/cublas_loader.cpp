@@ -32,6 +32,25 @@ Api load() {
   resolve_symbol(lib, search(), "cublasSetStream_v2", a.set_stream);
   resolve_symbol(lib, search(), "cublasGetStatusString", a.status_string, /*required=*/false);
   resolve_symbol(lib, search(), "cublasGemmStridedBatchedEx", a.gemm_strided_batched_ex);
+  // cuBLASLt through libcublas's own dependency, so both are one release;
+  // without it every GEMM takes cublasGemmStridedBatchedEx.
+  LtApi& l = a.lt;
+  const auto lt = [&](const char* symbol, auto& fn) {
+    resolve_symbol(lib, search(), symbol, fn, /*required=*/false);
+    return fn != nullptr;
+  };
+  a.has_lt = lt("cublasLtCreate", l.create) && lt("cublasLtDestroy", l.destroy) &&
+             lt("cublasLtMatmulDescCreate", l.desc_create) &&
+             lt("cublasLtMatmulDescDestroy", l.desc_destroy) &&
+             lt("cublasLtMatmulDescSetAttribute", l.desc_set) &&
+             lt("cublasLtMatrixLayoutCreate", l.layout_create) &&
+             lt("cublasLtMatrixLayoutDestroy", l.layout_destroy) &&
+             lt("cublasLtMatrixLayoutSetAttribute", l.layout_set) &&
+             lt("cublasLtMatmulPreferenceCreate", l.pref_create) &&
+             lt("cublasLtMatmulPreferenceDestroy", l.pref_destroy) &&
+             lt("cublasLtMatmulPreferenceSetAttribute", l.pref_set) &&
+             lt("cublasLtMatmulAlgoGetHeuristic", l.heuristic) &&
+             lt("cublasLtMatmul", l.matmul);
   return a;
 }
 

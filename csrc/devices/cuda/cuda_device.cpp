@@ -47,6 +47,9 @@ CudaDevice::~CudaDevice() {
   try {
     DeviceScope on(index());
     for (auto& [stream, handle] : cublas_) cublas::api().destroy(handle);
+    for (auto& [stream, workspace] : lt_workspaces_) {
+      if (workspace != nullptr) cudaFree(workspace);
+    }
   } catch (...) {
   }
   if (order_event_ != nullptr) cudaEventDestroy(order_event_);
@@ -237,6 +240,30 @@ cublas::Handle CudaDevice::cublas_handle(cudaStream_t s) {
   cublas_.emplace(s, h);
   return h;
 }
+
+namespace {
+// cuBLASLt's workspace per stream: what its faster algorithms for large
+// products (split reductions) ask for on current GPUs.
+constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
+}  // namespace
+
+std::pair<void*, size_t> CudaDevice::lt_workspace(cudaStream_t s) {
+  auto found = lt_workspaces_.find(s);
+  if (found == lt_workspaces_.end()) {
+    DeviceScope on(index());
+    void* p = nullptr;
+    // Not from the pool: it lives as long as the device. Without it,
+    // cuBLASLt picks among algorithms that need none.
+    if (cudaMalloc(&p, kLtWorkspaceBytes) != cudaSuccess) {
+      cudaGetLastError();
+      p = nullptr;
+    }
+    found = lt_workspaces_.emplace(s, p).first;
+  }
+  return {found->second, found->second != nullptr ? kLtWorkspaceBytes : 0};
+}
+
+bool CudaDevice::gemm_fuses_row_bias() const { return use_cublaslt(); }
 
 CudaDevice& cuda_device(int32_t index) {
   // Only this backend creates cuda devices, so the cast is exact.

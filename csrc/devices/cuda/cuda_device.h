@@ -11,8 +11,10 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "devices/cuda/cublas_api.h"
+#include "devices/cuda/cublaslt_plans.h"
 #include "devices/cuda/deferred_release.h"
 #include "core/device.h"
 #include "ops/gemm.h"
@@ -48,6 +50,12 @@ class CudaDevice final : public Device {
   // be shared by GEMMs that may run at once on different streams.
   cublas::Handle cublas_handle(cudaStream_t stream);
   std::mutex& cublas_mutex() { return cublas_mutex_; }
+  // cuBLASLt's plans on this device and the workspace its matmuls on
+  // `stream` use (null with size 0 when none could be allocated); callers
+  // hold cublas_mutex().
+  LtPlans& lt_plans() { return lt_plans_; }
+  std::pair<void*, size_t> lt_workspace(cudaStream_t stream);
+  bool gemm_fuses_row_bias() const override;
   void count_command() { commands_.fetch_add(1, std::memory_order_relaxed); }
 
  protected:
@@ -64,6 +72,8 @@ class CudaDevice final : public Device {
   bool use_pool_ = false;
   std::mutex cublas_mutex_;
   std::map<cudaStream_t, cublas::Handle> cublas_;  // by stream
+  std::map<cudaStream_t, void*> lt_workspaces_;    // by stream, like the handles
+  LtPlans lt_plans_;
   DeferredReleases borrowed_;  // producers' memory the GPU may still use
   std::atomic<uint64_t> synchronizes_{0};
   std::atomic<uint64_t> commands_{0};
@@ -74,6 +84,10 @@ CudaDevice& cuda_device(int32_t index);
 
 // Runs GEMM args on `device`'s current stream (cuda_gemm.cpp).
 void cuda_gemm(CudaDevice& device, const GemmArgs& args);
+
+// Whether GEMMs go through cuBLASLt's plans first (the default), or only
+// through cublasGemmStridedBatchedEx (AOTISHIM_CUBLAS_API=legacy).
+bool use_cublaslt();
 
 }  // namespace cuda
 }  // namespace aotishim

@@ -4,6 +4,8 @@
 // view with no unit stride (or an overlapping one) is packed first, on the
 // stream. bfloat16 and float16 compute in float32.
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "core/error.h"
@@ -57,9 +59,12 @@ Tensor packed_copy(CudaDevice& device, const Tensor& t) {
   return p;
 }
 
-// out = beta * out + alpha * a @ b with every operand in a cuBLAS layout.
+// out = beta * out + alpha * a @ b (+ row_bias, beta then 0) with every
+// operand in a cuBLAS layout: through a cuBLASLt plan when there is one,
+// else cublasGemmStridedBatchedEx.
 void run_cublas(CudaDevice& device, const Tensor& out, const Tensor& a, const Tensor& b,
-                Layout lo, Layout la, Layout lb, double alpha, double beta) {
+                Layout lo, Layout la, Layout lb, double alpha, double beta,
+                const Tensor* row_bias) {
   const int64_t batch = out.sizes[0], m = out.sizes[1], n = out.sizes[2], k = a.sizes[2];
   cudaDataType type = data_type(out.dtype);
   bool wide = out.dtype == DType::Float64;
@@ -87,6 +92,32 @@ void run_cublas(CudaDevice& device, const Tensor& out, const Tensor& a, const Te
   const cublas::Api& api = cublas::api();
   cudaStream_t s = device.stream();
   std::lock_guard<std::mutex> lock(device.cublas_mutex());
+
+  const auto lt = [&](const void* bias, const void* beta_ptr) {
+    if (!use_cublaslt()) return false;
+    // cuBLASLt strides batches on its own; a broadcast (stride 0) batch is
+    // left to cublasGemmStridedBatchedEx, which documents it.
+    if (batch > 1 && (first->strides[0] == 0 || second->strides[0] == 0)) return false;
+    const LtProblem p{type, compute, wide ? CUDA_R_64F : CUDA_R_32F, l1.op, l2.op,
+                      rows, cols, k, l1.ld, l2.ld, lo.ld,
+                      batch, batch_stride(*first), batch_stride(*second), batch_stride(out),
+                      first->data(), second->data(), out.data(), bias};
+    const auto [workspace, workspace_size] = device.lt_workspace(s);
+    if (!device.lt_plans().run(api, p, alpha_p, beta_p, workspace, workspace_size, s)) {
+      return false;
+    }
+    device.count_command();
+    return true;
+  };
+  if (row_bias != nullptr) {
+    // cuBLASLt adds a bias along the rows of column-major D: out's columns
+    // when D is out's transpose (out row-major), the usual case.
+    if (lo.op == cublas::kOpT && batch == 1 && lt(row_bias->data(), beta_p)) return;
+    device.copy(out, *row_bias);
+    beta_d = 1.0;
+    beta_f = 1.0f;
+  }
+  if (lt(nullptr, beta_p)) return;
   cublas::Handle h = device.cublas_handle(s);
   cublas::Status st = api.gemm_strided_batched_ex(
       h, l1.op, l2.op, to_int(rows, "rows"), to_int(cols, "columns"), to_int(k, "inner size"),
@@ -109,9 +140,14 @@ void cuda_gemm(CudaDevice& device, const GemmArgs& args) {
   const int64_t batch = out.sizes[0], m = out.sizes[1], n = out.sizes[2], k = args.a.sizes[2];
   data_type(out.dtype);  // rejects unsupported dtypes before any work
   if (batch == 0 || m == 0 || n == 0) return;
-  if (k == 0) {  // an empty sum: out = beta * out
+  const Tensor* row_bias = args.row_bias ? &*args.row_bias : nullptr;
+  if (k == 0) {  // an empty sum: out = beta * out, or the bias
     device.count_command();
-    launch_scale(view_of(out), out.sizes.data(), 3, args.beta, device.stream());
+    if (row_bias != nullptr) {
+      device.copy(out, *row_bias);
+    } else {
+      launch_scale(view_of(out), out.sizes.data(), 3, args.beta, device.stream());
+    }
     return;
   }
   Tensor a = args.a, b = args.b;
@@ -128,13 +164,25 @@ void cuda_gemm(CudaDevice& device, const GemmArgs& args) {
   Layout lo = layout_of(out);
   bool out_ok = lo.ok && (batch == 1 || out.strides[0] >= m * n);
   if (out_ok) {
-    run_cublas(device, out, a, b, lo, la, lb, args.alpha, args.beta);
+    run_cublas(device, out, a, b, lo, la, lb, args.alpha, args.beta, row_bias);
     return;
   }
   Tensor tmp = make_empty(device, out.dtype, out.sizes);
   if (args.beta != 0.0) device.copy(tmp, out);
-  run_cublas(device, tmp, a, b, layout_of(tmp), la, lb, args.alpha, args.beta);
+  run_cublas(device, tmp, a, b, layout_of(tmp), la, lb, args.alpha, args.beta, row_bias);
   device.copy(out, tmp);
+}
+
+bool use_cublaslt() {
+  static const bool lt = [] {
+    const char* v = std::getenv("AOTISHIM_CUBLAS_API");
+    const bool legacy = v != nullptr && std::strcmp(v, "legacy") == 0;
+    if (legacy) {
+      log(LogLevel::Info, "cuda: AOTISHIM_CUBLAS_API=legacy: GEMMs use cublasGemmStridedBatchedEx");
+    }
+    return !legacy;
+  }();
+  return lt;
 }
 
 namespace {
