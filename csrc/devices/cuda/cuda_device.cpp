@@ -47,8 +47,8 @@ CudaDevice::~CudaDevice() {
   try {
     DeviceScope on(index());
     for (auto& [stream, handle] : cublas_) cublas::api().destroy(handle);
-    for (auto& [stream, workspace] : lt_workspaces_) {
-      if (workspace != nullptr) cudaFree(workspace);
+    for (auto& [stream, buffer] : scratch_) {
+      if (buffer.data != nullptr) cudaFree(buffer.data);
     }
   } catch (...) {
   }
@@ -241,26 +241,26 @@ cublas::Handle CudaDevice::cublas_handle(cudaStream_t s) {
   return h;
 }
 
-namespace {
-// cuBLASLt's workspace per stream: what its faster algorithms for large
-// products (split reductions) ask for on current GPUs.
-constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
-}  // namespace
-
-std::pair<void*, size_t> CudaDevice::lt_workspace(cudaStream_t s) {
-  auto found = lt_workspaces_.find(s);
-  if (found == lt_workspaces_.end()) {
+CudaDevice::ScratchLease CudaDevice::scratch(cudaStream_t s, size_t bytes) {
+  std::unique_lock<std::mutex> lock(scratch_mutex_);
+  Scratch& buffer = scratch_[s];
+  if (buffer.size < bytes) {
     DeviceScope on(index());
-    void* p = nullptr;
-    // Not from the pool: it lives as long as the device. Without it,
-    // cuBLASLt picks among algorithms that need none.
-    if (cudaMalloc(&p, kLtWorkspaceBytes) != cudaSuccess) {
-      cudaGetLastError();
-      p = nullptr;
+    if (buffer.data != nullptr) {
+      // Work queued earlier on the stream may still use the smaller one.
+      if (cudaStreamSynchronize(s) != cudaSuccess) cudaGetLastError();
+      cudaFree(buffer.data);
+      buffer = Scratch{};
     }
-    found = lt_workspaces_.emplace(s, p).first;
+    // Not from the pool: it lives as long as the device.
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes) == cudaSuccess) {
+      buffer = Scratch{p, bytes};
+    } else {
+      cudaGetLastError();
+    }
   }
-  return {found->second, found->second != nullptr ? kLtWorkspaceBytes : 0};
+  return ScratchLease{buffer.data, buffer.size, std::move(lock)};
 }
 
 bool CudaDevice::gemm_fuses_row_bias() const { return use_cublaslt(); }

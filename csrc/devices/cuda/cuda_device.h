@@ -50,11 +50,18 @@ class CudaDevice final : public Device {
   // be shared by GEMMs that may run at once on different streams.
   cublas::Handle cublas_handle(cudaStream_t stream);
   std::mutex& cublas_mutex() { return cublas_mutex_; }
-  // cuBLASLt's plans on this device and the workspace its matmuls on
-  // `stream` use (null with size 0 when none could be allocated); callers
-  // hold cublas_mutex().
+  // cuBLASLt's plans on this device; callers hold cublas_mutex().
   LtPlans& lt_plans() { return lt_plans_; }
-  std::pair<void*, size_t> lt_workspace(cudaStream_t stream);
+  // Scratch memory of at least `bytes` for one op's work on `stream`
+  // (cuBLASLt's and cuDNN's workspaces). Ops on one stream run in order, so
+  // they all share one buffer per stream; the lease holds it (and its lock)
+  // until the op is queued. data is null (size 0) when it cannot be had.
+  struct ScratchLease {
+    void* data = nullptr;
+    size_t size = 0;
+    std::unique_lock<std::mutex> lock;
+  };
+  ScratchLease scratch(cudaStream_t stream, size_t bytes);
   bool gemm_fuses_row_bias() const override;
   void count_command() { commands_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -72,7 +79,12 @@ class CudaDevice final : public Device {
   bool use_pool_ = false;
   std::mutex cublas_mutex_;
   std::map<cudaStream_t, cublas::Handle> cublas_;  // by stream
-  std::map<cudaStream_t, void*> lt_workspaces_;    // by stream, like the handles
+  struct Scratch {
+    void* data = nullptr;
+    size_t size = 0;
+  };
+  std::mutex scratch_mutex_;
+  std::map<cudaStream_t, Scratch> scratch_;  // by stream, like the handles
   LtPlans lt_plans_;
   DeferredReleases borrowed_;  // producers' memory the GPU may still use
   std::atomic<uint64_t> synchronizes_{0};

@@ -53,6 +53,10 @@ int to_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
+// cuBLASLt's workspace: what its faster algorithms for large products
+// (split reductions) ask for on current GPUs.
+constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
+
 Tensor packed_copy(CudaDevice& device, const Tensor& t) {
   Tensor p = make_empty(device, t.dtype, t.sizes);
   device.copy(p, t);
@@ -102,8 +106,9 @@ void run_cublas(CudaDevice& device, const Tensor& out, const Tensor& a, const Te
                       rows, cols, k, l1.ld, l2.ld, lo.ld,
                       batch, batch_stride(*first), batch_stride(*second), batch_stride(out),
                       first->data(), second->data(), out.data(), bias};
-    const auto [workspace, workspace_size] = device.lt_workspace(s);
-    if (!device.lt_plans().run(api, p, alpha_p, beta_p, workspace, workspace_size, s)) {
+    CudaDevice::ScratchLease workspace = device.scratch(s, kLtWorkspaceBytes);
+    const size_t workspace_size = workspace.data != nullptr ? kLtWorkspaceBytes : 0;
+    if (!device.lt_plans().run(api, p, alpha_p, beta_p, workspace.data, workspace_size, s)) {
       return false;
     }
     device.count_command();

@@ -143,6 +143,9 @@ cudnn::Handle handle_for(int32_t device_index) {
   return handle;
 }
 
+// Workspaces up to this size come from the device's kept scratch buffer.
+constexpr size_t kKeptWorkspaceBytes = size_t{64} << 20;
+
 void cudnn_convolution(CudaDevice& device, const ConvArgs& c) {
   const cudnn::Api& api = cudnn::api();  // a clear error here when cuDNN is missing
   if (c.out.numel() == 0) return;
@@ -201,11 +204,20 @@ void cudnn_convolution(CudaDevice& device, const ConvArgs& c) {
       }
     }
   }
+  // The device's scratch buffer for this stream (shared with cuBLASLt, in
+  // stream order) up to a size worth keeping; a larger workspace is
+  // allocated for the call.
+  const size_t need = plan->workspace_bytes();
+  CudaDevice::ScratchLease scratch;
+  if (need > 0 && need <= kKeptWorkspaceBytes) scratch = device.scratch(device.stream(), need);
   Tensor workspace;
-  if (plan->workspace_bytes() > 0)
-    workspace = make_empty(device, DType::UInt8, {static_cast<int64_t>(plan->workspace_bytes())});
+  void* workspace_ptr = scratch.data;
+  if (need > 0 && workspace_ptr == nullptr) {
+    workspace = make_empty(device, DType::UInt8, {static_cast<int64_t>(need)});
+    workspace_ptr = workspace.data();
+  }
   device.count_command();
-  plan->run(h, buffers, plan->workspace_bytes() > 0 ? workspace.data() : nullptr);
+  plan->run(h, buffers, workspace_ptr);
   if (c.has_bias) add_bias(device, y, c.bias);
   if (y.data() != out.data() || y.strides != out.strides) device.copy(out, y);
 }

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <memory>
 #include <string>
@@ -53,18 +54,31 @@ class GraphPlan final : public ConvPlan {
 
   void set_workspace(size_t bytes) { workspace_ = bytes; }
 
+  // Callers hold the plan cache's lock, which guards the kept pack too.
   void run(cudnn::Handle h, const ConvBuffers& b, void* workspace) const override {
-    BackendDescriptor pack(cudnn::kVariantPackDescriptor);
-    const int64_t uids[3] = {kUidX, kUidW, kUidY};
-    void* pointers[3] = {const_cast<void*>(b.x), const_cast<void*>(b.w), b.y};
-    pack.set(cudnn::kAttrVariantPackUniqueIds, cudnn::kTypeInt64, 3, uids);
-    pack.set(cudnn::kAttrVariantPackDataPointers, cudnn::kTypeVoidPtr, 3, pointers);
-    pack.set(cudnn::kAttrVariantPackWorkspace, cudnn::kTypeVoidPtr, 1, &workspace);
-    pack.finalize();
-    const cudnn::Status st = cudnn::api().backend_execute(h, plan.get(), pack.get());
+    const std::array<void*, 4> pointers = {const_cast<void*>(b.x), const_cast<void*>(b.w), b.y,
+                                           workspace};
+    // A model's run allocates in the same order every time, so the stream-
+    // ordered pool tends to hand out the same addresses: the pack (nothing
+    // but these pointers) is then reused instead of built again.
+    if (pack_.get() == nullptr || pointers != pack_pointers_) {
+      BackendDescriptor pack(cudnn::kVariantPackDescriptor);
+      const int64_t uids[3] = {kUidX, kUidW, kUidY};
+      pack.set(cudnn::kAttrVariantPackUniqueIds, cudnn::kTypeInt64, 3, uids);
+      pack.set(cudnn::kAttrVariantPackDataPointers, cudnn::kTypeVoidPtr, 3, pointers.data());
+      pack.set(cudnn::kAttrVariantPackWorkspace, cudnn::kTypeVoidPtr, 1, &pointers[3]);
+      pack.finalize();
+      pack_ = std::move(pack);
+      pack_pointers_ = pointers;
+    }
+    const cudnn::Status st = cudnn::api().backend_execute(h, plan.get(), pack_.get());
     AOTISHIM_CHECK(st == cudnn::kStatusSuccess, "cudnnBackendExecute (convolution) failed: ",
                    cudnn::status_text(st));
   }
+
+ private:
+  mutable BackendDescriptor pack_;
+  mutable std::array<void*, 4> pack_pointers_{};
 };
 
 // The operation graph of the problem: tensors, convolution, operation, graph.
