@@ -57,6 +57,24 @@ class ProtocolOnly:
         return self.t.__dlpack_device__()
 
 
+def compile_model(cache: Path, name: str) -> Path:
+    """The aotishim side alone of the zoo benchmark's compile, into `cache`."""
+    torch = cuda_zoo.torch_no_tf32()
+    from aotishim import export
+    from aotishim.zoo import real
+    from zoo_arrays import save_sets
+
+    directory = cache / f"{name}-profile"
+    directory.mkdir(parents=True, exist_ok=True)
+    zm = real.build(name)
+    module = zm.module.to(cuda_zoo.DEVICE)
+    sets = [tuple(x.to(cuda_zoo.DEVICE) for x in s) for s in zm.input_sets()]
+    save_sets(directory / "inputs.npz", [[cuda_zoo.to_numpy(x) for x in s] for s in sets])
+    ep = torch.export.export(module, sets[0], dynamic_shapes=zm.dynamic_shapes)
+    export.compile_exported(ep, directory, name="aotishim", device=cuda_zoo.DEVICE)
+    return directory
+
+
 def model_dir(cache: Path, name: str) -> Path | None:
     found = sorted(cache.glob(f"{name}-*/aotishim.so"), key=lambda p: p.stat().st_mtime)
     return found[-1].parent if found else None
@@ -111,6 +129,9 @@ def measure(name: str, directory: Path, a) -> dict:
         }
         for label, fn in variants.items():
             r[label] = per_call_us(fn, a.batches, a.calls)
+        # The zoo benchmark's own clock (CUDA events around batches) on the
+        # exchange variant, in this process: compare with the host's.
+        r["exchange_events"] = cuda_zoo.per_call_us(lambda: model.run(*xs, outputs="dlpack"))
         with torch.no_grad():
             r["eager"] = per_call_us(lambda: module(*xs), a.batches, a.calls)
         stats = aotishim.memory_stats()["devices"]
@@ -170,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batches", type=int, default=15)
     p.add_argument("--calls", type=int, default=300)
     p.add_argument("--json", type=Path)
+    p.add_argument("--compile", action="store_true",
+                   help="compile a model missing from --cache (the aotishim side only)")
+    p.add_argument("--no-shims", action="store_true", help="skip the per-entry-point tables")
     p.add_argument("--shims-child", help=argparse.SUPPRESS)
     p.add_argument("--child-dir", type=Path, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -180,12 +204,15 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--cache is required")
     names = [n for n in a.models.split(",") if n]
     rows = []
-    columns = ("exchange", "protocol", "numpy", "inputs", "run", "outputs", "eager")
+    columns = ("exchange", "exchange_events", "protocol", "numpy", "inputs", "run", "outputs",
+               "eager")
     print("| model | " + " | ".join(f"{c} µs" for c in columns) + " | commands/call |")
     print("|---|" + "---:|" * (len(columns) + 1))
     found = {}
     for name in names:
         directory = model_dir(a.cache, name)
+        if directory is None and a.compile:
+            directory = compile_model(a.cache, name)
         if directory is None:
             print(f"| {name} | not compiled under {a.cache} (cuda_vs_torch.py --zoo compiles it) |",
                   flush=True)
@@ -197,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
               f" | {r['commands_per_call']} |", flush=True)
         if a.json:
             a.json.write_text(json.dumps(rows, indent=1))
-    for name, directory in found.items():
+    for name, directory in ([] if a.no_shims else found.items()):
         print(shim_breakdown(name, directory, a.calls * 3), flush=True)
     return 0 if found else 1
 

@@ -129,7 +129,7 @@ def leaves(out) -> list:
     return [t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
 
 
-def per_call_us(call, batches: int = 5, batch_ms: float = 20.0) -> float:
+def per_call_us(call, batches: int = 9, batch_ms: float = 20.0) -> float:
     """Device time per call: CUDA events on the current stream around
     batches of calls (enough calls for ~batch_ms each), median over batches.
     Work on aotishim's stream is inside: it is a blocking stream, ordered
