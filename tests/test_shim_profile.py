@@ -11,7 +11,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import aotishim
+
+# The package this test imported (the source tree's, or an installed one).
+PACKAGE_PARENT = Path(aotishim.__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent("""
     import json, sys
@@ -30,7 +33,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def profile_rows(c, switch: str | None) -> list[dict]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE_PARENT))
     env.pop("AOTISHIM_PROFILE_SHIMS", None)
     if switch is not None:
         env["AOTISHIM_PROFILE_SHIMS"] = switch
