@@ -134,9 +134,7 @@ def measure(name: str, directory: Path, a) -> dict:
         r["exchange_events"] = cuda_zoo.per_call_us(lambda: model.run(*xs, outputs="dlpack"))
         with torch.no_grad():
             r["eager"] = per_call_us(lambda: module(*xs), a.batches, a.calls)
-        stats = aotishim.memory_stats()["devices"]
-        r["commands_per_call"] = None
-        before = sum(d["commands"] for d in stats)
+        before = sum(d["commands"] for d in aotishim.memory_stats()["devices"])
         model.run(*xs, outputs="dlpack")
         cuda_zoo.synchronize()
         r["commands_per_call"] = sum(d["commands"] for d in aotishim.memory_stats()["devices"]) \

@@ -330,9 +330,11 @@ def test_mm_more_dtypes(dtype, la, lo):
                                   else dict(rtol=1e-10, atol=1e-10)))
 
 
-def test_repeated_gemms_reuse_their_plan_with_new_pointers():
-    """A plan is made once per problem and kept: calls with the same shapes
-    and new data (another allocation each time) give each its own answer."""
+def test_gemms_of_one_problem_take_each_calls_pointers():
+    """A plan is made once per problem and kept, the bias pointer included
+    in its descriptor: calls with the same shapes and new data (another
+    allocation each time) must each read their own bias and operands; a
+    plan that kept the first call's bias gives the first answer again."""
     m, k, n = 64, 32, 48
     for step in range(4):
         a_np, b_np, bias_np = rand((m, k), np.float32), rand((k, n), np.float32), rand((n,), np.float32)

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "core/error.h"
+
 namespace aotishim {
 namespace cuda {
 
@@ -134,10 +136,13 @@ bool LtPlans::run(const cublas::Api& api, const LtProblem& p, const void* alpha,
       lt.matmul(handle_, plan.desc, alpha, p.a, plan.a, p.b, plan.b, beta, p.d, plan.d, p.d,
                 plan.d, &plan.algo, workspace, workspace_size, stream);
   if (st == cublas::kStatusSuccess) return true;
-  // Refused before anything was queued (cuBLAS checks first): never again
-  // for this problem; the caller falls back.
-  destroy(plan);
-  return false;
+  destroy(plan);  // never tried again for this problem
+  // Refusals (the problem or device unsupported) queue nothing, so the
+  // caller may fall back; any other failure may have written part of the
+  // output, which a fallback reading it (beta != 0) would then use.
+  constexpr cublas::Status kInvalidValue = 7, kArchMismatch = 8, kNotSupported = 15;
+  if (st == kInvalidValue || st == kArchMismatch || st == kNotSupported) return false;
+  fail(str("cublasLtMatmul failed: ", cublas::status_text(st)));
 }
 
 }  // namespace cuda

@@ -44,6 +44,7 @@ class LtPlans {
 
   // Runs `p` on `stream` with `workspace`; false when cuBLASLt cannot
   // (unloaded, no algorithm, or refused at launch), nothing then queued.
+  // Throws when cuBLASLt fails otherwise.
   bool run(const cublas::Api& api, const LtProblem& p, const void* alpha, const void* beta,
            void* workspace, size_t workspace_size, cudaStream_t stream);
 
