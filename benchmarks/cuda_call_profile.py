@@ -61,6 +61,7 @@ def compile_model(cache: Path, name: str) -> Path:
     """The aotishim side alone of the zoo benchmark's compile, into `cache`."""
     torch = cuda_zoo.torch_no_tf32()
     from aotishim import export
+    from aotishim._torch_fixes import torch_fixes
     from aotishim.zoo import real
     from zoo_arrays import save_sets
 
@@ -70,7 +71,8 @@ def compile_model(cache: Path, name: str) -> Path:
     module = zm.module.to(cuda_zoo.DEVICE)
     sets = [tuple(x.to(cuda_zoo.DEVICE) for x in s) for s in zm.input_sets()]
     save_sets(directory / "inputs.npz", [[cuda_zoo.to_numpy(x) for x in s] for s in sets])
-    ep = torch.export.export(module, sets[0], dynamic_shapes=zm.dynamic_shapes)
+    with torch_fixes():  # as export.compile exports
+        ep = torch.export.export(module, sets[0], dynamic_shapes=zm.dynamic_shapes)
     export.compile_exported(ep, directory, name="aotishim", device=cuda_zoo.DEVICE)
     return directory
 

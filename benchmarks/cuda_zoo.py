@@ -165,6 +165,7 @@ def per_call_us(call, batches: int = 9, batch_ms: float = 20.0) -> float:
 def worker_compile(name: str, directory: Path) -> dict:
     torch = torch_no_tf32()
     from aotishim import export
+    from aotishim._torch_fixes import torch_fixes
     from aotishim.zoo import real
 
     result: dict = {"model": name}
@@ -179,7 +180,10 @@ def worker_compile(name: str, directory: Path) -> dict:
 
     started = time.perf_counter()
     try:
-        ep = torch.export.export(module, sets[0], dynamic_shapes=zm.dynamic_shapes)
+        # Exported as export.compile exports (with its corrections of torch's
+        # decompositions, aotishim/_torch_fixes.py): one program for every side.
+        with torch_fixes():
+            ep = torch.export.export(module, sets[0], dynamic_shapes=zm.dynamic_shapes)
         torch.export.save(ep, str(directory / "program.pt2"))
     except Exception as e:  # noqa: BLE001 - recorded in the row
         result["export_error"] = f"{type(e).__name__}: {first_line(e)}"
@@ -334,12 +338,12 @@ def worker_measure(side: str, jobs: list[tuple[str, Path]]) -> None:
 def cache_key(name: str) -> str:
     import torch
 
-    from aotishim import export
+    from aotishim import _torch_fixes, export
     from aotishim.zoo import real
 
     h = hashlib.sha256()
     h.update(f"{name}|torch {torch.__version__}|{device_name()}|".encode())
-    for source in (real.__file__, export.__file__, __file__):
+    for source in (real.__file__, export.__file__, _torch_fixes.__file__, __file__):
         h.update(Path(source).read_bytes())
     return h.hexdigest()[:12]
 

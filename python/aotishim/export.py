@@ -29,6 +29,8 @@ from typing import Any, Sequence
 import torch
 
 from ._shapes import Expr
+from ._torch_fixes import applied as _torch_fixes_applied
+from ._torch_fixes import torch_fixes
 from .model import extract_package
 from .spec import SPEC_FORMAT
 
@@ -239,7 +241,7 @@ def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str |
     if device != "cpu":
         # nn.Module.to moves parameters in place: move a copy, not the caller's module.
         module = copy.deepcopy(module).to(target)
-    with _quiet_torch():
+    with _quiet_torch(), torch_fixes():
         ep = torch.export.export(module, args, dynamic_shapes=dynamic_shapes)
     return compile_exported(ep, out_dir, name=name, device=device)
 
@@ -288,7 +290,7 @@ def compile_exported(ep: "torch.export.ExportedProgram", out_dir: str | Path, *,
 
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=out) as tmp:
         package = Path(tmp) / f"{name}.pt2"
-        with _quiet_torch():
+        with _quiet_torch(), torch_fixes():
             torch._inductor.aoti_compile_and_package(
                 ep, package_path=str(package), inductor_configs=configs)
         staged = Path(tmp) / "staged"
@@ -331,6 +333,8 @@ def _fingerprint(module: torch.nn.Module, args: tuple, name: str, device: str,
     h.update(f"{torch.__version__}|{device}|{name}|{sorted(inductor_configs(device).items())}".encode())
     if dynamic_shapes is not None:  # static models keep the keys they always had
         h.update(f"|dynamic {_dynamic_shapes_key(dynamic_shapes)}".encode())
+    if _torch_fixes_applied():  # a program compiled without them differs
+        h.update(f"|fixes {_torch_fixes_applied()}".encode())
     try:
         h.update(inspect.getsource(type(module)).encode())
     except (OSError, TypeError):

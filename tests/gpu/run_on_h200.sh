@@ -6,7 +6,9 @@
 # each phase did and where its log is.
 #   PHASES="build models test bench" (default; also "pair": the two-model
 #   aotishim-vs-torch-runner comparison; "profile": where a run's host time
-#   goes, PROFILE_MODELS=a,b of the bench's cache)   TIMEOUT_<PHASE>=seconds
+#   goes, PROFILE_MODELS=a,b of the bench's cache; "kernels": kernel against
+#   call time per side, KERNEL_MODELS=a,b KERNEL_SIDES=..., KERNELS_S)
+#   TIMEOUT_<PHASE>=seconds
 #   TEST_GROUPS="device cublas_legacy models multi dlpack ops zoo heuristic legacy" (default: all):
 #   which groups of tests/gpu the test phase runs
 #   TOTAL_S=540: the whole run's time; each phase gets what is left of it, and
@@ -200,7 +202,10 @@ if has test; then
   # then the zoo models; every output's error is a "ZOO ..." line.
   group ops && t pytest_ops.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_ops.py
   if group zoo; then
-    t pytest_zoo.log "${TIMEOUT_ZOO:-300}" -s tests/gpu/test_cuda_zoo.py
+    # (ZOO_K: a pytest -k selection; the cpu-side test of export's torch
+    # fixes runs here too, on this machine's torch.)
+    t pytest_zoo.log "${TIMEOUT_ZOO:-300}" -s tests/gpu/test_cuda_zoo.py tests/test_torch_fixes.py \
+      ${ZOO_K:+-k "$ZOO_K"}
     grep "^ZOO" "$OUT/pytest_zoo.log" > "$OUT/zoo_errors.txt" || true
   fi
   # The convolution with cuDNN's heuristics choosing (the default times them).
@@ -240,7 +245,8 @@ if has bench; then
   # measure what compiled within the budget left; a rerun continues from the
   # cache. Kernels compiled for the zoo tests are reused through Inductor's cache.
   echo "== benchmark (zoo)"
-  budget=$((TOTAL_S - SECONDS - 20 - $(has profile && echo "${PROFILE_S:-100}" || echo 0)))
+  budget=$((TOTAL_S - SECONDS - 20 - $(has profile && echo "${PROFILE_S:-100}" || echo 0) \
+    - $(has kernels && echo "${KERNELS_S:-150}" || echo 0)))
   [ "$budget" -lt 120 ] && budget=120
   note "bench: budget $budget s"
   step "bench zoo (table zoo.md, log bench.txt, workers zoo-logs/)" "$((budget + 60))" \
@@ -259,6 +265,16 @@ if has profile; then
     --models "${PROFILE_MODELS:-mlp_bf16}" --json "$OUT/call_profile.json" \
     > "$OUT/call_profile.txt" 2>&1
   cat "$OUT/call_profile.txt"
+fi
+
+if has kernels; then
+  # Kernel time against call time per side (benchmarks/cuda_kernel_times.py):
+  # is a model GPU-bound or host-bound, and which kernels differ from torch's.
+  step "kernels (kernel_times.txt)" "$(cap "${KERNELS_S:-150}" 5)" \
+    $PY benchmarks/cuda_kernel_times.py --cache "$AOTISHIM_TEST_MODEL_CACHE/zoo-bench" \
+    --models "${KERNEL_MODELS:-resnet18}" ${KERNEL_SIDES:+--sides "$KERNEL_SIDES"} \
+    > "$OUT/kernel_times.txt" 2>&1
+  cat "$OUT/kernel_times.txt"
 fi
 
 if has pair; then

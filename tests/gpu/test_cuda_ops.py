@@ -375,6 +375,22 @@ def test_convolution_input_layouts(layout):
     check_close("conv", values(out), want.double().cpu(), "float32")
 
 
+def test_one_problem_on_many_buffers_reads_each_calls_own():
+    """One convolution problem (one plan) on 10 inputs, in orders that hit,
+    miss and evict the plan's kept variant packs (the pointer sets of its
+    last 8 calls): every result must be of its own input. A pack looked up
+    by the wrong pointers would read another call's input."""
+    g = torch.Generator(device="cuda").manual_seed(3)
+    xs = [torch.randn(1, 16, 10, 10, generator=g, device="cuda") for _ in range(10)]
+    w = torch.randn(16, 16, 3, 3, generator=g, device="cuda")
+    wants = [torch.ops.aten.convolution(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+             for x in xs]
+    order = [*range(10), *reversed(range(10)), 0, 5, 0, 5, 9, 1, 9]
+    for i in order:
+        out = run_conv(xs[i], w, None, [1, 1], [1, 1], [1, 1], 0, [0, 0], 1)
+        check_close(f"input {i}", values(out), wants[i].double().cpu(), "float32")
+
+
 def test_missing_cudnn_is_a_clear_error_naming_the_place_tried():
     """In a fresh process with AOTISHIM_CUDNN_PATH at an empty folder: the
     backend loads and runs a matrix product, and only the convolution fails,

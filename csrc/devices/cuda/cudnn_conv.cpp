@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/shim_profile.h"
 #include "devices/cuda/cuda_device.h"
 #include "devices/cuda/cuda_kernels.h"
 #include "devices/cuda/cuda_stream.h"
@@ -217,7 +218,10 @@ void cudnn_convolution(CudaDevice& device, const ConvArgs& c) {
     workspace_ptr = workspace.data();
   }
   device.count_command();
-  plan->run(h, buffers, workspace_ptr);
+  {
+    ShimTimer timed("convolution: cuDNN run");  // AOTISHIM_PROFILE_SHIMS=1
+    plan->run(h, buffers, workspace_ptr);
+  }
   if (c.has_bias) add_bias(device, y, c.bias);
   if (y.data() != out.data() || y.strides != out.strides) device.copy(out, y);
 }

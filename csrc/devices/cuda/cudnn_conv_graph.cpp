@@ -11,9 +11,11 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "core/shim_profile.h"
 #include "core/tensor.h"
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/cuda_device.h"
@@ -54,31 +56,42 @@ class GraphPlan final : public ConvPlan {
 
   void set_workspace(size_t bytes) { workspace_ = bytes; }
 
-  // Callers hold the plan cache's lock, which guards the kept pack too.
+  // Callers hold the plan cache's lock, which guards the kept packs too.
   void run(cudnn::Handle h, const ConvBuffers& b, void* workspace) const override {
-    const std::array<void*, 4> pointers = {const_cast<void*>(b.x), const_cast<void*>(b.w), b.y,
-                                           workspace};
-    // A model's run allocates in the same order every time, so the stream-
-    // ordered pool tends to hand out the same addresses: the pack (nothing
-    // but these pointers) is then reused instead of built again.
-    if (pack_.get() == nullptr || pointers != pack_pointers_) {
-      BackendDescriptor pack(cudnn::kVariantPackDescriptor);
-      const int64_t uids[3] = {kUidX, kUidW, kUidY};
-      pack.set(cudnn::kAttrVariantPackUniqueIds, cudnn::kTypeInt64, 3, uids);
-      pack.set(cudnn::kAttrVariantPackDataPointers, cudnn::kTypeVoidPtr, 3, pointers.data());
-      pack.set(cudnn::kAttrVariantPackWorkspace, cudnn::kTypeVoidPtr, 1, &pointers[3]);
-      pack.finalize();
-      pack_ = std::move(pack);
-      pack_pointers_ = pointers;
-    }
-    const cudnn::Status st = cudnn::api().backend_execute(h, plan.get(), pack_.get());
+    const Pointers pointers = {const_cast<void*>(b.x), const_cast<void*>(b.w), b.y, workspace};
+    const cudnn::Status st = cudnn::api().backend_execute(h, plan.get(), pack_for(pointers));
     AOTISHIM_CHECK(st == cudnn::kStatusSuccess, "cudnnBackendExecute (convolution) failed: ",
                    cudnn::status_text(st));
   }
 
  private:
-  mutable BackendDescriptor pack_;
-  mutable std::array<void*, 4> pack_pointers_{};
+  using Pointers = std::array<void*, 4>;  // x, w, y, workspace
+  // A model's run allocates in the same order every time, so the stream-
+  // ordered pool tends to hand the same addresses to the same convolution,
+  // and a model has a few convolutions of one problem (resnet18: up to 4),
+  // which share this plan: the last few packs (nothing but these pointers)
+  // are kept, most recent first, rather than built again on every call.
+  static constexpr size_t kKeptPacks = 8;
+
+  cudnn::BackendDesc pack_for(const Pointers& pointers) const {
+    for (size_t i = 0; i < packs_.size(); ++i) {
+      if (packs_[i].first != pointers) continue;
+      if (i > 0) std::rotate(packs_.begin(), packs_.begin() + i, packs_.begin() + i + 1);
+      return packs_.front().second.get();
+    }
+    ShimTimer timed("convolution: cuDNN variant pack built");  // AOTISHIM_PROFILE_SHIMS=1
+    BackendDescriptor pack(cudnn::kVariantPackDescriptor);
+    const int64_t uids[3] = {kUidX, kUidW, kUidY};
+    pack.set(cudnn::kAttrVariantPackUniqueIds, cudnn::kTypeInt64, 3, uids);
+    pack.set(cudnn::kAttrVariantPackDataPointers, cudnn::kTypeVoidPtr, 3, pointers.data());
+    pack.set(cudnn::kAttrVariantPackWorkspace, cudnn::kTypeVoidPtr, 1, &pointers[3]);
+    pack.finalize();
+    if (packs_.size() == kKeptPacks) packs_.pop_back();
+    packs_.emplace(packs_.begin(), pointers, std::move(pack));
+    return packs_.front().second.get();
+  }
+
+  mutable std::vector<std::pair<Pointers, BackendDescriptor>> packs_;
 };
 
 // The operation graph of the problem: tensors, convolution, operation, graph.
