@@ -47,11 +47,9 @@ def _lstm_layer_without_step_dim(layer):
         # The decomposition's own temporary step dim, always of size 1.
         return out, (h.squeeze(0) if h.dim() == 3 else h, c.squeeze(0) if c.dim() == 3 else c)
 
-    fixed.__wrapped__ = layer
     return fixed
 
 
-# name -> (probe: does the installed torch need it, patch: () -> undo)
 def _patch_lstm_layer():
     from torch._decomp import decompositions
 
@@ -64,6 +62,7 @@ def _patch_lstm_layer():
     return undo
 
 
+# name -> (probe: does the installed torch need it, patch: applies it, returns its undo)
 _FIXES = {"lstm_hidden_shape": (_lstm_layer_keeps_step_dim, _patch_lstm_layer)}
 _needed: dict[str, bool] = {}
 
