@@ -78,8 +78,7 @@ def compile_model(cache: Path, name: str) -> Path:
 
 
 def model_dir(cache: Path, name: str) -> Path | None:
-    found = sorted(cache.glob(f"{name}-*/aotishim.so"), key=lambda p: p.stat().st_mtime)
-    return found[-1].parent if found else None
+    return cuda_zoo.cached_model_dir(cache, name, "aotishim.so")
 
 
 def per_call_us(fn, batches: int, calls: int) -> float:

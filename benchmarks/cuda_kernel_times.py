@@ -46,8 +46,7 @@ ENV = {"aotishim:legacy": {"AOTISHIM_CUDNN_API": "legacy"},
 
 
 def model_dir(cache: Path, name: str) -> Path | None:
-    found = sorted(cache.glob(f"{name}-*/inputs.npz"), key=lambda p: p.stat().st_mtime)
-    return found[-1].parent if found else None
+    return cuda_zoo.cached_model_dir(cache, name, "inputs.npz")
 
 
 def make_call(side: str, name: str, directory: Path):

@@ -161,6 +161,13 @@ def per_call_us(call, batches: int = 9, batch_ms: float = 20.0) -> float:
     return statistics.median(batch(n) * 1e3 / n for _ in range(batches))
 
 
+def cached_model_dir(cache: Path, name: str, holding: str) -> Path | None:
+    """The newest of `name`'s compile folders under `cache` that holds the
+    file `holding` (folders are `<name>-<cache_key>`), or None."""
+    found = sorted(cache.glob(f"{name}-*/{holding}"), key=lambda p: p.stat().st_mtime)
+    return found[-1].parent if found else None
+
+
 # ---- compile worker: one model, one fresh process ----
 def worker_compile(name: str, directory: Path) -> dict:
     torch = torch_no_tf32()

@@ -333,8 +333,9 @@ def _fingerprint(module: torch.nn.Module, args: tuple, name: str, device: str,
     h.update(f"{torch.__version__}|{device}|{name}|{sorted(inductor_configs(device).items())}".encode())
     if dynamic_shapes is not None:  # static models keep the keys they always had
         h.update(f"|dynamic {_dynamic_shapes_key(dynamic_shapes)}".encode())
-    if _torch_fixes_applied():  # a program compiled without them differs
-        h.update(f"|fixes {_torch_fixes_applied()}".encode())
+    fixes = _torch_fixes_applied()
+    if fixes:  # a program compiled without them differs
+        h.update(f"|fixes {fixes}".encode())
     try:
         h.update(inspect.getsource(type(module)).encode())
     except (OSError, TypeError):

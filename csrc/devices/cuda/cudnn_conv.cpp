@@ -3,8 +3,9 @@
 // in one of them, so the common cases copy nothing; inputs in another layout
 // are packed on the stream first. Each problem gets a plan on its first call
 // (cudnn_conv.h: cuDNN's graph API, its legacy API where the graph offers no
-// engine), kept for the life of the process; the workspace comes from the
-// device's stream-ordered allocator, and the bias is added by our own kernel.
+// engine), kept for the life of the process; the workspace is the device's
+// kept scratch buffer of the stream (a larger one is allocated for the call),
+// and the bias is added by our own kernel.
 #include <algorithm>
 #include <cstdlib>
 #include <map>
