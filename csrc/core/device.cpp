@@ -95,6 +95,10 @@ std::string Device::name() const {
   return str(device_type_name(type_), ":", index_);
 }
 
+void Device::cannot_record() const {
+  fail(str(name(), " cannot record work as a graph (only cuda devices can)"));
+}
+
 void* Device::allocate(size_t nbytes) {
   void* base = raw_allocate(nbytes);
   AOTISHIM_CHECK(base != nullptr, "out of memory on ", name(), " allocating ", nbytes, " bytes");

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,17 @@ struct DeviceCounters {
   uint64_t synchronizes = 0;
   uint64_t hazards = 0;
   uint64_t commands = 0;
+};
+
+// Device work recorded once and queued again as one launch (a CUDA graph):
+// the same kernels on the same addresses, with none of the host work that
+// queued them the first time.
+class RecordedWork {
+ public:
+  virtual ~RecordedWork() = default;
+  // Queues the recorded work on this thread's current stream (inside the
+  // device's on_replay_queue).
+  virtual void replay() = 0;
 };
 
 class Device {
@@ -88,9 +100,27 @@ class Device {
   // Synchronous devices have nothing pending and release at once.
   virtual void release_after_queued_work(std::shared_ptr<void> keepalive) {}
 
+  // ---- recorded work (CUDA graphs); other devices cannot record ----
+  virtual bool can_record_graphs() const { return false; }
+  // Runs `work` with this thread's work for the device going to the
+  // device's replay queue: one queue per device, ordered after the current
+  // stream before `work` and before it after. Recordings replay there, one
+  // after another, so two never share the scratch memory they were recorded
+  // with. Devices that cannot record just run `work`.
+  virtual void on_replay_queue(const std::function<void()>& work) { work(); }
+  // Records the device work `work` queues, without running it (inside
+  // on_replay_queue). Throws, saying why, when the work cannot be recorded:
+  // it waits for the device, reads device memory on the host, uploads host
+  // memory, or the device cannot record at all.
+  virtual std::unique_ptr<RecordedWork> record_graph(const std::function<void()>& work) {
+    cannot_record();
+  }
+
  protected:
   // fill_zero's default: an upload of host zeros (exported for the backend plugins).
   AOTISHIM_API void upload_zeros(const Tensor& dst_packed);
+  // record_graph()'s default: an error naming the device.
+  [[noreturn]] AOTISHIM_API void cannot_record() const;
   virtual void* raw_allocate(size_t nbytes) = 0;
   virtual void raw_free(void* base, size_t nbytes) = 0;
 

@@ -50,10 +50,12 @@ CudaDevice::~CudaDevice() {
     for (auto& [stream, buffer] : scratch_) {
       if (buffer.data != nullptr) cudaFree(buffer.data);
     }
+    for (void* p : retired_scratch_) cudaFree(p);
   } catch (...) {
   }
   if (order_event_ != nullptr) cudaEventDestroy(order_event_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  if (replay_stream_.load() != nullptr) cudaStreamDestroy(replay_stream_.load());
 }
 
 namespace {
@@ -133,8 +135,15 @@ void CudaDevice::raw_free(void* base, size_t) {
   DeviceScope on(index());
   // Stream-ordered: the memory returns to the pool once work queued so far on
   // the current stream (which used it) has finished.
-  cudaError_t err = use_pool_ ? cudaFreeAsync(base, stream()) : cudaFree(base);
+  const cudaStream_t s = stream();
+  cudaError_t err = use_pool_ ? cudaFreeAsync(base, s) : cudaFree(base);
   if (err == cudaErrorCudartUnloading) return;  // process exit: the driver reclaims it
+  if (err == cudaErrorStreamCaptureInvalidated && s == replay_stream_.load()) {
+    // A recording that has already failed frees what it allocated: memory
+    // of a graph that will never exist (a recorded run frees nothing older).
+    cudaGetLastError();
+    return;
+  }
   AOTISHIM_CUDA_CHECK(err);
 }
 
@@ -171,6 +180,14 @@ void CudaDevice::upload(const Tensor& dst, const void* host_src) {
   if (n == 0) return;
   DeviceScope on(index());
   cudaStream_t s = stream();
+  if (s == replay_stream_.load()) {
+    // A recorded copy would read the host memory again at every replay,
+    // long after the caller let go of it.
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    AOTISHIM_CUDA_CHECK(cudaStreamIsCapturing(s, &capturing));
+    AOTISHIM_CHECK(capturing == cudaStreamCaptureStatusNone,
+                   "a copy from host memory cannot be recorded in a CUDA graph");
+  }
   AOTISHIM_CUDA_CHECK(cudaMemcpyAsync(dst.data(), host_src, n, cudaMemcpyHostToDevice, s));
   count_command();
   // From pageable memory the copy has consumed the source when it returns;
@@ -246,7 +263,10 @@ CudaDevice::ScratchLease CudaDevice::scratch(cudaStream_t s, size_t bytes) {
   Scratch& buffer = scratch_[s];
   if (buffer.size < bytes) {
     DeviceScope on(index());
-    if (buffer.data != nullptr) {
+    if (buffer.data != nullptr && s == replay_stream_.load()) {
+      retired_scratch_.push_back(buffer.data);  // a recorded graph may use it
+      buffer = Scratch{};
+    } else if (buffer.data != nullptr) {
       // Work queued earlier on the stream may still use the smaller one.
       if (cudaStreamSynchronize(s) != cudaSuccess) cudaGetLastError();
       cudaFree(buffer.data);

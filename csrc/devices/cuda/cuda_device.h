@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "devices/cuda/cublas_api.h"
 #include "devices/cuda/cublaslt_plans.h"
@@ -40,6 +41,10 @@ class CudaDevice final : public Device {
   void order_stream_after_device(intptr_t stream) override;
   void order_device_after_stream(intptr_t stream) override;
   void release_after_queued_work(std::shared_ptr<void> keepalive) override;
+  // CUDA graphs (cuda_graph.cpp).
+  bool can_record_graphs() const override { return true; }
+  void on_replay_queue(const std::function<void()>& work) override;
+  std::unique_ptr<RecordedWork> record_graph(const std::function<void()>& work) override;
 
   // The device's own stream (current unless a stream guard says otherwise).
   cudaStream_t own_stream() const { return stream_; }
@@ -72,6 +77,8 @@ class CudaDevice final : public Device {
  private:
   // Later work on `consumer` waits for what is queued on `producer` so far.
   void order_after(cudaStream_t producer, cudaStream_t consumer);
+  // The replay queue: a non-blocking stream, made on first use.
+  cudaStream_t replay_stream();
 
   cudaStream_t stream_ = nullptr;
   std::mutex order_mutex_;
@@ -85,6 +92,11 @@ class CudaDevice final : public Device {
   };
   std::mutex scratch_mutex_;
   std::map<cudaStream_t, Scratch> scratch_;  // by stream, like the handles
+  // The replay queue's outgrown scratch buffers: recorded graphs hold their
+  // addresses, so they are kept until the device goes.
+  std::vector<void*> retired_scratch_;
+  std::mutex replay_mutex_;
+  std::atomic<cudaStream_t> replay_stream_{nullptr};  // set once, under replay_mutex_
   LtPlans lt_plans_;
   DeferredReleases borrowed_;  // producers' memory the GPU may still use
   std::atomic<uint64_t> synchronizes_{0};
