@@ -44,6 +44,7 @@ ContainerApi ContainerApi::resolve(const SharedLibrary& library) {
   bind(library, "AOTInductorModelUpdateConstantsFromBlob", api.update_constants_from_blob, false);
   bind(library, "AOTInductorModelContainerExtractConstantsMapEntries", api.constant_entries, false);
   bind(library, "AOTInductorGetLastError", api.last_error, false);
+  bind(library, "AOTInductorModelContainerRunSingleThreaded", api.run_single_threaded, false);
   return api;
 }
 

@@ -42,6 +42,12 @@ struct ContainerApi {
   AOTIRuntimeError (*constant_entries)(ContainerHandle, const ConstantMapEntry**, size_t*,
                                        bool use_inactive) = nullptr;
   AOTIRuntimeError (*last_error)(const char**) = nullptr;
+  // run without the container's per-run CUDA event, which a graph recording
+  // would capture and leave unusable; never mixed with `run` on one container.
+  AOTIRuntimeError (*run_single_threaded)(ContainerHandle, AtenTensorHandle* inputs,
+                                          size_t num_inputs, AtenTensorHandle* outputs,
+                                          size_t num_outputs, void* stream,
+                                          void* proxy_executor) = nullptr;
   // The device runtime's pending error on this thread, taken (cleared); set
   // by the owner. Models that lack last_error report a failed CUDA call only
   // on stderr, so this is where its message comes from.

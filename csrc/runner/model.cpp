@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
-#include <set>
 #include <shared_mutex>
 
 #include "aotishim/runner.h"
@@ -17,6 +16,8 @@
 #include "core/error.h"
 #include "core/device.h"
 #include "runner/container_api.h"
+#include "runner/graph_runs.h"
+#include "runner/handle_cleanup.h"
 #include "runner/shared_library.h"
 #include "runner/mapped_file.h"
 
@@ -24,6 +25,8 @@ namespace aotishim {
 
 namespace fs = std::filesystem;
 using runner::ContainerHandle;
+using runner::consume;
+using runner::delete_if_live;
 
 struct Model::Impl {
   std::string path;
@@ -48,14 +51,22 @@ struct Model::Impl {
   // (Python's GIL) must never wait for a close, whose teardown may need that
   // lock (dropping a Python array a tensor borrowed).
   std::atomic<bool> closed{false};
+  // Loaded with cuda_graphs (fixed at load): every run goes through
+  // `graphs` (until close), serialized by graph_mutex, and the container
+  // runs single-threaded.
+  bool cuda_graphs = false;
+  std::unique_ptr<runner::GraphRuns> graphs;
+  mutable std::mutex graph_mutex;
 
   void open_container();
   void feed_weights(const std::string& requested);
   void record_constant_ptrs();
   std::vector<std::string> teardown();
   void require_open() const;
-  // Runs the container on `inputs` (stolen) and returns its raw output slots.
+  // Runs the model on `inputs` (stolen) and returns its raw output slots:
+  // through the recorded graphs when there are any, else the container.
   std::vector<AtenTensorHandle> invoke(std::vector<AtenTensorHandle>& inputs);
+  std::vector<AtenTensorHandle> call_container(std::vector<AtenTensorHandle>& inputs);
 };
 
 namespace {
@@ -91,17 +102,6 @@ bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>
     expected *= sizes[d];
   }
   return true;
-}
-
-void delete_if_live(AtenTensorHandle handle) {
-  if (handle && is_live_handle(handle)) aoti_torch_delete_tensor_object(handle);
-}
-
-// Deletes each distinct live handle once (a caller may pass one twice).
-void consume(const std::vector<AtenTensorHandle>& handles) {
-  std::set<AtenTensorHandle> seen;
-  for (AtenTensorHandle h : handles)
-    if (seen.insert(h).second) delete_if_live(h);
 }
 
 // A path resolved to an absolute, canonical one (symlinks, "..", the current
@@ -300,6 +300,17 @@ void Model::Impl::record_constant_ptrs() {
 
 std::vector<std::string> Model::Impl::teardown() {
   std::vector<std::string> found;
+  if (graphs) {
+    // The recordings' tensors are the model's; they go before its scope.
+    CurrentDevice on(*target);
+    ScopeGuard guard(scope);
+    try {
+      graphs->clear();
+    } catch (const std::exception& e) {
+      found.push_back(std::string("freeing the recorded CUDA graphs: ") + e.what());
+    }
+    graphs.reset();
+  }
   if (container) {
     CurrentDevice on(*target);
     ScopeGuard guard(scope);
@@ -323,6 +334,15 @@ void Model::Impl::require_open() const {
 }
 
 std::vector<AtenTensorHandle> Model::Impl::invoke(std::vector<AtenTensorHandle>& inputs) {
+  if (!graphs) return call_container(inputs);
+  std::lock_guard<std::mutex> serial(graph_mutex);
+  ScopeGuard guard(scope);
+  return graphs->run(inputs, [this](std::vector<AtenTensorHandle>& in) {
+    return call_container(in);
+  });
+}
+
+std::vector<AtenTensorHandle> Model::Impl::call_container(std::vector<AtenTensorHandle>& inputs) {
   std::vector<AtenTensorHandle> outputs(output_names.size(), nullptr);
   if (is_cpu(device)) note_cpu_run();
   ScopeGuard guard(scope);
@@ -332,8 +352,9 @@ std::vector<AtenTensorHandle> Model::Impl::invoke(std::vector<AtenTensorHandle>&
   runner::AOTIRuntimeError err;
   {
     ShimTimer timer("model run (the container's whole run)");
-    err = api.run(container, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
-                  run_stream(*target), nullptr);
+    const auto run = cuda_graphs ? api.run_single_threaded : api.run;
+    err = run(container, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
+              run_stream(*target), nullptr);
   }
   // A check that failed inside a parallel kernel could not stop the run; its
   // outputs are not to be trusted.
@@ -368,6 +389,12 @@ Model::~Model() {
 
 std::unique_ptr<Model> Model::load(const std::string& requested_path,
                                    const std::string& weights_path, const std::string& device) {
+  return load(requested_path, weights_path, device, LoadOptions{});
+}
+
+std::unique_ptr<Model> Model::load(const std::string& requested_path,
+                                   const std::string& weights_path, const std::string& device,
+                                   const LoadOptions& options) {
   parse_device_abi(device);  // "invalid device 'cpu:1' ..." before anything is loaded
   const std::string so_path = canonical_file(requested_path, "model file");
   require_not_forked(so_path, device);
@@ -387,6 +414,17 @@ std::unique_ptr<Model> Model::load(const std::string& requested_path,
   m.library = runner::SharedLibrary::open(so_path);
   m.api = runner::ContainerApi::resolve(m.library);
   m.api.runtime_error = [&target] { return target.take_runtime_error(); };
+  if (options.cuda_graphs) {
+    if (!target.can_record_graphs()) {
+      throw Error("cuda_graphs needs a cuda device; '" + device + "' cannot record CUDA graphs");
+    }
+    if (!m.api.run_single_threaded) {
+      throw Error("'" + so_path + "' cannot be run with cuda_graphs: it lacks " +
+                  "AOTInductorModelContainerRunSingleThreaded (compiled by an older torch?)");
+    }
+    m.cuda_graphs = true;
+    m.graphs = std::make_unique<runner::GraphRuns>(target, fs::path(so_path).filename().string());
+  }
   m.scope = create_scope("model " + fs::path(so_path).filename().string());
   m.has_scope = true;
   // The model's constructor makes its device current and leaves it so.
@@ -501,6 +539,14 @@ const std::vector<std::string>& Model::constant_names() const { return impl_->co
 uint64_t Model::scope() const { return impl_->scope; }
 uint64_t Model::constants_blob_size() const { return impl_->blob_size; }
 const std::vector<const void*>& Model::constant_data_ptrs() const { return impl_->constant_ptrs; }
+bool Model::records_graphs() const { return impl_->cuda_graphs; }
+
+std::vector<GraphInfo> Model::graphs() const {
+  std::shared_lock<std::shared_mutex> lock(impl_->mutex);  // close() resets them
+  std::lock_guard<std::mutex> serial(impl_->graph_mutex);
+  return impl_->graphs ? impl_->graphs->info() : std::vector<GraphInfo>{};
+}
+
 std::vector<std::string> Model::leaks() const {
   std::shared_lock<std::shared_mutex> lock(impl_->mutex);  // close() writes it
   return impl_->leaks;

@@ -5,6 +5,10 @@
 //   auto model = aotishim::Model::load("mlp.so");        // weights beside it
 //   std::vector<aotishim::HostOutput> out = model->run_host({{x.data(), {12, 7}, {}, dtype}});
 //   model->close();                                      // returns leaks, if any
+//
+//   aotishim::LoadOptions options;                       // a cuda model replaying
+//   options.cuda_graphs = true;                          // CUDA graphs (LoadOptions)
+//   auto fast = aotishim::Model::load("net.so", "", "cuda:0", options);
 #pragma once
 
 #include <cstddef>
@@ -59,6 +63,26 @@ AOTISHIM_API LibraryReport inspect_library(const std::string& so_path);
 // (the second is AOTInductor's own "<hash>.wrapper_weights.blob" naming).
 AOTISHIM_API std::vector<std::string> default_weights_paths(const std::string& so_path);
 
+// How Model::load prepares a model.
+struct LoadOptions {
+  // Record each input signature's run as a CUDA graph on its first call and
+  // replay it on later calls (cuda models only; see runner/graph_runs.h):
+  // the GPU runs the recorded kernels back to back, with none of the host
+  // work between them. Inputs are copied into the recording's own tensors
+  // and outputs are copies, so no output shares memory with another; runs
+  // are serialized. A signature whose run cannot be recorded (it waits for
+  // the device, as data-dependent output sizes do) runs as without.
+  bool cuda_graphs = false;
+};
+
+// One input signature of a model loaded with cuda_graphs (Model::graphs()).
+struct GraphInfo {
+  std::string inputs;     // "float32[1,3,224,224], int64[1]"
+  bool recorded = false;  // false: runs without a graph, for `reason`
+  std::string reason;
+  uint64_t replays = 0;   // calls it served, the first included
+};
+
 class AOTISHIM_API Model {
  public:
   // Loads a compiled model for `device` ("cpu", "cuda:0", ...). Checks the
@@ -73,6 +97,10 @@ class AOTISHIM_API Model {
   static std::unique_ptr<Model> load(const std::string& so_path,
                                      const std::string& weights_path = "",
                                      const std::string& device = "cpu");
+  // The same, with options. cuda_graphs on a device that cannot record, or
+  // for a model without the single-threaded run entry point, is an error.
+  static std::unique_ptr<Model> load(const std::string& so_path, const std::string& weights_path,
+                                     const std::string& device, const LoadOptions& options);
   ~Model();  // close(); leaks are logged
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -104,6 +132,10 @@ class AOTISHIM_API Model {
   uint64_t constants_blob_size() const;
   // Where each constant's data lay after loading (diagnostics and tests).
   const std::vector<const void*>& constant_data_ptrs() const;
+  // Whether runs are recorded as CUDA graphs, and each signature seen so
+  // far (empty without cuda_graphs).
+  bool records_graphs() const;
+  std::vector<GraphInfo> graphs() const;
   // What close() reported (a copy: close() may run on another thread).
   std::vector<std::string> leaks() const;
 
