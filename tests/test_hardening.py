@@ -378,6 +378,18 @@ def test_invalid_device_is_named(compiled):
             aotishim.load(c.so, device=device)
 
 
+def test_cuda_graphs_off_cuda_is_refused_and_leaves_nothing(compiled):
+    """Only cuda records graphs: elsewhere the option is an error at load,
+    naming the device, and the refused load leaves no scope behind."""
+    c, device = compiled("mlp"), "cpu"
+    scopes = len(aotishim.memory_stats()["scopes"])
+    with pytest.raises(aotishim.ModelError, match=f"'{device}' cannot record CUDA graphs"):
+        aotishim.load(c.so, device=device, cuda_graphs=True)
+    assert len(aotishim.memory_stats()["scopes"]) == scopes
+    with aotishim.load(c.so, device=device) as model:
+        assert model.graphs == []
+
+
 def test_package_errors_name_the_package_not_temporary_files(compiled, tmp_path):
     """Before: "weights file '/tmp/aotishim-pt2-.../model.weights.blob' is
     truncated", a file gone by the time the message is read."""

@@ -58,10 +58,14 @@ void bind_model(py::module_& m) {
   py::class_<Model>(m, "Model", "A loaded AOTInductor model (see aotishim.load).")
       .def_static(
           "load",
-          [](const std::string& path, const std::string& weights, const std::string& device) {
-            return without_gil([&] { return Model::load(path, weights, device); });
+          [](const std::string& path, const std::string& weights, const std::string& device,
+             bool cuda_graphs) {
+            LoadOptions options;
+            options.cuda_graphs = cuda_graphs;
+            return without_gil([&] { return Model::load(path, weights, device, options); });
           },
-          py::arg("path"), py::arg("weights") = "", py::arg("device") = "cpu")
+          py::arg("path"), py::arg("weights") = "", py::arg("device") = "cpu",
+          py::arg("cuda_graphs") = false)
       .def(
           "run_host",
           [](Model& self, const std::vector<std::pair<py::array, int32_t>>& arrays) {
@@ -110,6 +114,23 @@ void bind_model(py::module_& m) {
                                std::vector<uintptr_t> out;
                                for (const void* p : self.constant_data_ptrs()) {
                                  out.push_back(reinterpret_cast<uintptr_t>(p));
+                               }
+                               return out;
+                             })
+      .def_property_readonly("records_graphs", &Model::records_graphs)
+      // Waits for a run or close in progress: without the GIL.
+      .def_property_readonly("graphs",
+                             [](const Model& self) {
+                               std::vector<GraphInfo> infos =
+                                   without_gil([&] { return self.graphs(); });
+                               py::list out;
+                               for (const GraphInfo& g : infos) {
+                                 py::dict d;
+                                 d["inputs"] = g.inputs;
+                                 d["recorded"] = g.recorded;
+                                 d["reason"] = g.reason;
+                                 d["replays"] = g.replays;
+                                 out.append(d);
                                }
                                return out;
                              })

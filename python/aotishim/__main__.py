@@ -213,7 +213,8 @@ def _summary(a: np.ndarray) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    with aotishim.load(args.model, weights=args.weights, device=args.device) as model:
+    with aotishim.load(args.model, weights=args.weights, device=args.device,
+                       cuda_graphs=args.cuda_graphs) as model:
         inputs = [np.load(p) for p in args.input] if args.input else _random_inputs(model)
         times = []
         outputs: tuple = ()
@@ -241,6 +242,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 if o is not None:
                     np.save(out_dir / f"output{i}.npy", o)
             print(f"outputs saved in {out_dir}")
+        for g in model.graphs:
+            state = "recorded" if g["recorded"] else f"not recorded: {g['reason']}"
+            print(f"CUDA graph for {g['inputs']}: {state} ({g['replays']} replay(s))")
     return 0
 
 
@@ -312,6 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--weights", help="weights blob (default: beside the .so)")
     run.add_argument("--device", default="cpu")
     run.add_argument("--repeat", type=int, default=1)
+    run.add_argument("--cuda-graphs", action="store_true",
+                     help="record the run as a CUDA graph and replay it (cuda models)")
     run.add_argument("--save", metavar="DIR", help="save outputs as DIR/output<i>.npy")
     run.set_defaults(fn=cmd_run)
 

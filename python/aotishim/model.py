@@ -428,6 +428,14 @@ class Model:
         """What :meth:`close` found left in the model's scope."""
         return list(self._core.leaks)
 
+    @property
+    def graphs(self) -> list[dict]:
+        """For a model loaded with ``cuda_graphs=True``, one entry per input
+        signature seen: ``inputs`` (e.g. ``"float32[1,3,224,224]"``),
+        ``recorded`` (whether its runs replay a CUDA graph), ``reason`` (why
+        not) and ``replays`` (calls served by the graph). Empty otherwise."""
+        return list(self._core.graphs)
+
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"device={self.device}"
         return (f"<aotishim.Model {self._source.name} inputs={self.input_names} "
@@ -635,7 +643,8 @@ def extract_package(archive: zipfile.ZipFile, so_path: Path,
     return so_member, blob_member
 
 
-def load(path: str | Path, *, weights: str | Path | None = None, device: str = "cpu") -> Model:
+def load(path: str | Path, *, weights: str | Path | None = None, device: str = "cpu",
+         cuda_graphs: bool = False) -> Model:
     """Load a compiled model for ``device`` ("cpu", "cuda:0", ...).
 
     ``path`` is a model ``.so`` (weights found beside it unless ``weights`` is
@@ -643,30 +652,43 @@ def load(path: str | Path, *, weights: str | Path | None = None, device: str = "
     canonical ones first, so ``load("m.so")`` is ``./m.so``, never a library of
     that name elsewhere. Raises :class:`ModelError` with the reason: no such
     file, not a model, shims aotishim lacks (all named), missing or truncated
-    weights, an invalid device.
+    weights, an invalid device, ``cuda_graphs`` off cuda.
+
+    ``cuda_graphs=True`` (cuda models) records the run of each new input
+    signature (dtypes, shapes, strides) as a CUDA graph on its first call and
+    replays it on later ones, so the GPU runs the kernels back to back with
+    no host work between them. Inputs are copied into the graph's own
+    tensors and outputs are fresh copies (none shares memory with another);
+    runs of the model are serialized. A run that cannot be recorded (one that
+    waits for the GPU, as data-dependent output sizes do) runs as it would
+    without; :attr:`Model.graphs` says which signatures were recorded and why
+    not.
     """
     source = _resolve_file(path, "model file")
     if weights is not None:
         weights = _resolve_file(weights, "weights file")
     if zipfile.is_zipfile(source):
-        return _load_package(source, weights, device)
+        return _load_package(source, weights, device, cuda_graphs)
     if source.suffix not in (".so", ".dylib") and not _is_elf(source):
         raise ModelError(
             f"'{source}' is neither a compiled model library (.so built by AOTInductor with "
             "aot_inductor.link_libtorch=False) nor a .pt2 package")
-    return _load_library(source, source, weights, device)
+    return _load_library(source, source, weights, device, cuda_graphs)
 
 
-def _load_library(so: Path, source: Path, weights: str | Path | None, device: str) -> Model:
+def _load_library(so: Path, source: Path, weights: str | Path | None, device: str,
+                  cuda_graphs: bool = False) -> Model:
     spec = _read_spec(so)
     try:
-        core = _core.Model.load(str(so), "" if weights is None else str(weights), device)
+        core = _core.Model.load(str(so), "" if weights is None else str(weights), device,
+                                bool(cuda_graphs))
     except ShimError as e:
         raise ModelError(str(e)) from None
     return Model(core, source, spec)
 
 
-def _load_package(package: Path, weights: str | Path | None, device: str) -> Model:
+def _load_package(package: Path, weights: str | Path | None, device: str,
+                  cuda_graphs: bool = False) -> Model:
     try:
         archive = zipfile.ZipFile(package)
     except (zipfile.BadZipFile, OSError, ValueError) as e:
@@ -683,7 +705,7 @@ def _load_package(package: Path, weights: str | Path | None, device: str) -> Mod
         except ModelError as e:
             raise ModelError(f"'{package}': {e}") from None
         try:
-            model = _load_library(so, package, weights, device)
+            model = _load_library(so, package, weights, device, cuda_graphs)
         except ModelError as e:
             # Name the package, not files that are gone once this returns.
             message = str(e).replace(str(so), f"{package}!{so_member}")
