@@ -9,7 +9,7 @@
 #   goes, PROFILE_MODELS=a,b of the bench's cache; "kernels": kernel against
 #   call time per side, KERNEL_MODELS=a,b KERNEL_SIDES=..., KERNELS_S)
 #   TIMEOUT_<PHASE>=seconds
-#   TEST_GROUPS="device cublas_legacy models multi dlpack ops zoo heuristic legacy" (default: all):
+#   TEST_GROUPS="device cublas_legacy models graphs multi dlpack ops zoo heuristic legacy" (default: all):
 #   which groups of tests/gpu the test phase runs
 #   TOTAL_S=540: the whole run's time; each phase gets what is left of it, and
 #   the benchmark measures within what remains (its table always completes).
@@ -20,7 +20,7 @@ OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 PHASES=${PHASES:-build models test bench}
-TEST_GROUPS=${TEST_GROUPS:-device cublas_legacy models multi dlpack ops zoo heuristic legacy}
+TEST_GROUPS=${TEST_GROUPS:-device cublas_legacy models graphs multi dlpack ops zoo heuristic legacy}
 TOTAL_S=${TOTAL_S:-540}
 export PYTHONUNBUFFERED=1
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
@@ -190,6 +190,8 @@ if has test; then
     "${TIMEOUT_TEST:-120}" tests/gpu/test_cuda_device.py -k "mm or addmm or bmm"
   group models && t pytest_models.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_models.py \
     tests/gpu/test_cuda_recurrent.py
+  # Models recorded as CUDA graphs (cuda_graphs=True) against eager.
+  group graphs && t pytest_graphs.log "${TIMEOUT_TEST:-200}" -s tests/gpu/test_cuda_graphs.py
   # Several GPUs in one process (skipped with one) and runtime errors.
   group multi && t pytest_multi.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_multi_gpu.py \
     tests/gpu/test_cuda_errors.py
@@ -204,7 +206,7 @@ if has test; then
   if group zoo; then
     # (ZOO_K: a pytest -k selection; the cpu-side test of export's torch
     # fixes runs here too, on this machine's torch.)
-    t pytest_zoo.log "${TIMEOUT_ZOO:-300}" -s tests/gpu/test_cuda_zoo.py tests/test_torch_fixes.py \
+    t pytest_zoo.log "${TIMEOUT_ZOO:-480}" -s tests/gpu/test_cuda_zoo.py tests/test_torch_fixes.py \
       ${ZOO_K:+-k "$ZOO_K"}
     grep "^ZOO" "$OUT/pytest_zoo.log" > "$OUT/zoo_errors.txt" || true
   fi

@@ -49,8 +49,15 @@ def no_tf32():
     torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
+# Models whose runs must record as CUDA graphs with cuda_graphs=True (the
+# speed targets' models among them); the others may fall back, with a reason.
+RECORDED = {"resnet18", "resnet18_bf16", "hf_gpt2", "hf_bert", "vit_tiny", "mlp_bf16",
+            "nn_transformer_encoder_layer_bf16", "mlp_dynamic_batch", "conv_dynamic_batch"}
+
+
+@pytest.mark.parametrize("graphs", [False, True], ids=["plain", "cuda_graphs"])
 @pytest.mark.parametrize("name", NAMES)
-def test_zoo_model_on_cuda_matches_eager(name):
+def test_zoo_model_on_cuda_matches_eager(name, graphs):
     if not real.available(name):
         pytest.skip(f"{name} needs a package that is not installed")
     zm, module, args, so = cuda_models.compile_zoo(name)
@@ -60,8 +67,13 @@ def test_zoo_model_on_cuda_matches_eager(name):
                          for inputs in input_sets]
     # Which shims the program needs, for the log.
     print(name, "shims:", sorted(set(re.findall(rb"aoti_torch_cuda_\w+", Path(so).read_bytes()))))
-    with aotishim.load(so, device="cuda") as model:
-        for inputs, expected in [*zip(input_sets, expected_sets), (input_sets[0], expected_sets[0])]:
+    # With graphs, every set twice: the second run of a signature replays the
+    # graph its first run recorded, on its own inputs' values.
+    plan = [*zip(input_sets, expected_sets), (input_sets[0], expected_sets[0])]
+    if graphs:
+        plan = [step for pair in zip(plan, plan) for step in pair]
+    with aotishim.load(so, device="cuda", cuda_graphs=graphs) as model:
+        for inputs, expected in plan:
             # (the first set again at the end catches state left by the others)
             got = model.run(*_host_inputs(inputs))
             assert len(got) == len(expected)
@@ -79,6 +91,11 @@ def test_zoo_model_on_cuda_matches_eager(name):
                 print(f"ZOO {name} shape {tuple(w.shape)} output {i}: max error {err:.3g} "
                       f"(scale {scale:.3g})")
                 assert err <= TOL[zm.dtype] * scale, f"{name} output {i}: max error {err:.3g} (scale {scale:.3g})"
+        if graphs:
+            print(f"GRAPHS {name}: {model.graphs}")
+            if name in RECORDED:
+                assert model.graphs and all(g["recorded"] and g["replays"] >= 2
+                                            for g in model.graphs), model.graphs
     assert model.leaks == []
 
 
