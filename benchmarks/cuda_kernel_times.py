@@ -39,8 +39,8 @@ sys.path.insert(0, str(HERE))
 import cuda_zoo  # noqa: E402  (beside this file)
 from zoo_arrays import load_sets  # noqa: E402
 
-SIDES = ("aotishim", "aotishim:legacy", "aotishim:heuristic", "eager", "torch_compile",
-         "torch_aoti")
+SIDES = ("aotishim", "aotishim:legacy", "aotishim:heuristic", "aotishim:graphs", "eager",
+         "torch_compile", "torch_aoti")
 ENV = {"aotishim:legacy": {"AOTISHIM_CUDNN_API": "legacy"},
        "aotishim:heuristic": {"AOTISHIM_CUDNN_ALGO": "heuristic"}}
 
@@ -56,7 +56,8 @@ def make_call(side: str, name: str, directory: Path):
     if side.startswith("aotishim"):
         import aotishim
 
-        model = aotishim.load(directory / "aotishim.so", device=cuda_zoo.DEVICE)
+        model = aotishim.load(directory / "aotishim.so", device=cuda_zoo.DEVICE,
+                              cuda_graphs=side == "aotishim:graphs")
         return lambda: model.run(*xs, outputs="dlpack")
     if side == "eager":
         from aotishim.zoo import real

@@ -53,7 +53,10 @@ from zoo_arrays import load_sets, max_error, save_sets  # beside this file
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve()
-SIDES = ("aotishim", "eager", "torch_compile", "torch_aoti")
+# aotishim_graphs: aotishim with cuda_graphs=True; torch_compile_graphs:
+# torch.compile's mode="reduce-overhead", torch's own CUDA graphs.
+SIDES = ("aotishim", "aotishim_graphs", "eager", "torch_compile", "torch_compile_graphs",
+         "torch_aoti")
 TOLERANCE = {"float32": 1e-4, "bfloat16": 2e-2}
 # Where everything runs. "cpu" (--device cpu) is a dry run of the whole
 # pipeline on a machine without a GPU; workers get it from the parent.
@@ -228,7 +231,7 @@ def worker_compile(name: str, directory: Path) -> dict:
 
 
 # ---- measuring workers: one side, many models, one process ----
-def measure_aotishim(directory: Path) -> dict:
+def measure_aotishim(directory: Path, graphs: bool = False) -> dict:
     torch = torch_no_tf32()
     import aotishim
 
@@ -237,7 +240,7 @@ def measure_aotishim(directory: Path) -> dict:
     r: dict = {}
     started = time.perf_counter()
     try:
-        model = aotishim.load(directory / "aotishim.so", device=DEVICE)
+        model = aotishim.load(directory / "aotishim.so", device=DEVICE, cuda_graphs=graphs)
     except aotishim.ModelError as e:  # e.g. a shim aotishim lacks, named
         return {"load_error": first_line(e, 300)}
     r["load_ms"] = (time.perf_counter() - started) * 1e3
@@ -260,6 +263,11 @@ def measure_aotishim(directory: Path) -> dict:
             model.run(*host)
             times.append(time.perf_counter() - started)
         r["numpy_us"] = statistics.median(times[3:]) * 1e6
+        if graphs:
+            r["recorded"] = all(g["recorded"] for g in model.graphs)
+            reasons = [g["reason"] for g in model.graphs if not g["recorded"]]
+            if reasons:
+                r["not_recorded"] = first_line(reasons[0], 200)
     finally:
         r["leaks"] = len(model.close())
     return r
@@ -278,13 +286,13 @@ def measure_eager(directory: Path, name: str) -> dict:
     return r
 
 
-def measure_torch_compile(directory: Path) -> dict:
+def measure_torch_compile(directory: Path, mode: str | None = None) -> dict:
     torch = torch_no_tf32()
 
     sets, expected = load_sets(directory / "inputs.npz"), load_sets(directory / "expected.npz")
     xs = [to_device(a) for a in sets[0]]
     started = time.perf_counter()
-    program = torch.compile(torch.export.load(str(directory / "program.pt2")).module())
+    program = torch.compile(torch.export.load(str(directory / "program.pt2")).module(), mode=mode)
     with torch.no_grad():
         out = program(*xs)
         synchronize()
@@ -323,10 +331,14 @@ def worker_measure(side: str, jobs: list[tuple[str, Path]]) -> None:
         try:
             if side == "aotishim":
                 result = measure_aotishim(directory)
+            elif side == "aotishim_graphs":
+                result = measure_aotishim(directory, graphs=True)
             elif side == "eager":
                 result = measure_eager(directory, name)
             elif side == "torch_compile":
                 result = measure_torch_compile(directory)
+            elif side == "torch_compile_graphs":
+                result = measure_torch_compile(directory, mode="reduce-overhead")
             else:
                 result = measure_torch_aoti(directory)
         except Exception as e:  # noqa: BLE001 - one model's failure is one entry
@@ -512,8 +524,9 @@ def measure_all(records: dict[str, dict], a, budget: Budget, logs: Path,
                 save) -> dict[str, dict[str, dict]]:
     by_side: dict[str, dict[str, dict]] = {side: {} for side in SIDES}
     for side in SIDES:
-        need = {"aotishim": "aotishim.so", "torch_aoti": "torch.pt2",
-                "torch_compile": "program.pt2", "eager": "expected.npz"}[side]
+        need = {"aotishim": "aotishim.so", "aotishim_graphs": "aotishim.so",
+                "torch_aoti": "torch.pt2", "torch_compile": "program.pt2",
+                "torch_compile_graphs": "program.pt2", "eager": "expected.npz"}[side]
         jobs = [(name, Path(r["dir"])) for name, r in records.items()
                 if "dir" in r and (Path(r["dir"]) / need).exists()]
         if not jobs:
@@ -572,10 +585,11 @@ def rows_of(names, records, by_side) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    head = ["model", "dtype", "compiles", "loads", "max err", "aotishim µs", "eager µs",
-            "torch.compile µs", "torch AOTI µs", "aotishim / best torch", "numpy→numpy µs",
-            "load ms (aotishim / torch AOTI)"]
-    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|---:|" + "---:|" * 7]
+    head = ["model", "dtype", "compiles", "loads", "max err", "aotishim µs",
+            "aotishim cuda_graphs µs", "eager µs", "torch.compile µs",
+            "torch.compile reduce-overhead µs", "torch AOTI µs", "aotishim / best torch",
+            "cuda_graphs / best torch", "numpy→numpy µs", "load ms (aotishim / torch AOTI)"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|---:|" + "---:|" * 10]
     for r in rows:
         c, ours = r["compile"], r.get("aotishim", {})
         tol = TOLERANCE.get(r["dtype"], 1e-4)
@@ -599,14 +613,19 @@ def table(rows: list[dict]) -> str:
         best = [r.get(s, {}).get("us") for s in ("eager", "torch_compile")]
         best = min([b for b in best if b], default=None)
         ratio = f"{ours['us'] / best:.2f}" if ours.get("us") and best else ""
+        graphs = r.get("aotishim_graphs", {})
+        graphs_cell = cell(graphs, tol, True)
+        if graphs.get("us") and not graphs.get("recorded", True):
+            graphs_cell += " (not recorded)"
+        graphs_ratio = f"{graphs['us'] / best:.2f}" if graphs.get("us") and best else ""
         torch_load = r.get("torch_aoti", {}).get("load_ms")
         load = (f"{ours['load_ms']:.0f}" if "load_ms" in ours else "–") + " / " + (
             f"{torch_load:.0f}" if torch_load else "–")
         lines.append("| " + " | ".join([
-            r["model"], r["dtype"], compiles, loads, err, _us(ours.get("us")),
+            r["model"], r["dtype"], compiles, loads, err, _us(ours.get("us")), graphs_cell,
             cell(r.get("eager"), tol), cell(r.get("torch_compile"), tol, True),
-            cell(r.get("torch_aoti"), tol, True), ratio, _us(ours.get("numpy_us")),
-            load]) + " |")
+            cell(r.get("torch_compile_graphs"), tol, True), cell(r.get("torch_aoti"), tol, True),
+            ratio, graphs_ratio, _us(ours.get("numpy_us")), load]) + " |")
     return "\n".join(lines)
 
 
@@ -621,14 +640,15 @@ def summary(rows: list[dict]) -> str:
              f"{sum(1 for r in rows if ok(r))} match eager."]
     for r in rows:
         if r["model"] in TARGETS:
-            ours = r.get("aotishim", {}).get("us")
             others = {s: r.get(s, {}).get("us") for s in ("eager", "torch_compile")}
             best = min([v for v in others.values() if v], default=None)
-            verdict = ("within target" if ours and best and ours <= best else
-                       "over target" if ours and best else "not measured")
-            lines.append(f"- target {r['model']}: aotishim {_us(ours)} µs, eager "
-                         f"{_us(others['eager'])}, torch.compile {_us(others['torch_compile'])}: "
-                         f"{verdict}")
+            for side in ("aotishim", "aotishim_graphs"):
+                ours = r.get(side, {}).get("us")
+                verdict = ("within target" if ours and best and ours <= best else
+                           "over target" if ours and best else "not measured")
+                lines.append(f"- target {r['model']}: {side} {_us(ours)} µs, eager "
+                             f"{_us(others['eager'])}, torch.compile "
+                             f"{_us(others['torch_compile'])}: {verdict}")
     notes = [(r["model"], s, r[s]["note"]) for r in rows for s in SIDES
              if isinstance(r.get(s), dict) and "note" in r[s]]
     for model, side, note in notes:
