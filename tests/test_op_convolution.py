@@ -143,11 +143,17 @@ def test_conv2d(case, layouts, dtype):
     ((1, 6, 30), (6, 2, 4), [3], [2], [2], 3),
     ((1, 6, 30), (6, 1, 3), [1], [1], [1], 6),
 ])
-@pytest.mark.parametrize("layout", ["contiguous", "offset"])
-def test_conv1d(case, layout, dtype):
+# torch runs a 1-D convolution as 2-D on a contiguous copy of the input and a
+# (O, I, 1, K) view of the weight: a weight with unit-stride channels makes
+# the output channels-last, (C*L, 1, C), which compiled code then assumes.
+@pytest.mark.parametrize("layouts", [("contiguous", "contiguous"), ("offset", "offset"),
+                                     ("channels_last", "contiguous"),
+                                     ("contiguous", "channels_last"),
+                                     ("channels_last", "channels_last")])
+def test_conv1d(case, layouts, dtype):
     x, w, stride, padding, dilation, groups = case
     run_case(x, w, stride=stride, padding=padding, dilation=dilation, groups=groups,
-             x_layout=layout, w_layout=layout, dtype=dtype)
+             x_layout=layouts[0], w_layout=layouts[1], dtype=dtype)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
@@ -169,6 +175,30 @@ def test_conv3d_small_problems_keep_torch_layout(case):
     x, w = case
     run_case(x, w, stride=[1, 1, 1], padding=[0, 0, 0], dilation=[1, 1, 1],
              x_layout="channels_last", w_layout="contiguous")
+
+
+# Output padding that reaches the stride (allowed below the dilation): torch's
+# oneDNN turns the convolution down, so a 3-D one runs torch's own kernel and
+# comes back contiguous even from channels-last operands; 1-D and 2-D ones
+# stay channels-last.
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("spatial", [1, 2, 3])
+def test_transposed_output_padding_past_the_stride_keeps_torch_layout(spatial, dtype):
+    run_case((2, 4) + (5,) * spatial, (4, 3) + (3,) * spatial, stride=[1] * spatial,
+             padding=[1] * spatial, dilation=[2] * spatial, transposed=True,
+             output_padding=[1] * spatial, x_layout="channels_last", w_layout="channels_last",
+             dtype=dtype)
+
+
+def test_cpu_feature_checks_agree_with_torchs():
+    """The 3-D layout rule asks whether torch's oneDNN takes bfloat16/float16
+    on this CPU; our reading of the CPU must be torch's."""
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch has no oneDNN to compare with")
+    assert aotishim._core.cpu_features() == {
+        "onednn_bfloat16": torch.ops.mkldnn._is_mkldnn_bf16_supported(),
+        "onednn_float16": torch.ops.mkldnn._is_mkldnn_fp16_supported(),
+    }
 
 
 def test_device_generic_entry():
@@ -327,6 +357,11 @@ def _conv_transpose2d():
         (torch.randn(1, 8, 16, 16),)
 
 
+def _conv3d():
+    return nn.Sequential(nn.Conv3d(4, 8, 3, padding=1), nn.ReLU(), nn.Conv3d(8, 8, 3, stride=2),
+                         nn.AdaptiveAvgPool3d(1), nn.Flatten()), (torch.randn(2, 4, 8, 8, 8),)
+
+
 def _resnet18():
     return _torchvision().models.resnet18(weights=None), (torch.randn(1, 3, 112, 112),)
 
@@ -340,6 +375,8 @@ MODELS = {
     "conv2d_bn_pool": (_conv2d_bn_pool, "float32"),
     "conv2d_bf16": (_conv2d_bn_pool, "bfloat16"),
     "conv_transpose2d": (_conv_transpose2d, "float32"),
+    "conv3d": (_conv3d, "float32"),
+    "conv3d_bf16": (_conv3d, "bfloat16"),
     "resnet18": (_resnet18, "float32"),
     "mobilenet_v3_small": (_mobilenet_v3_small, "float32"),
 }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/handle_registry.h"
@@ -24,10 +25,11 @@ namespace {
 // (NHWC / NDHWC, dims ordered by stride C < W < H (< D) < N)? Ambiguous
 // layouts (a size-1 or stride-0 channel dim) count as contiguous, so that a
 // contiguous (N, 1, 1, 1) tensor is not taken for channels-last.
-bool strides_like_channels_last(const Tensor& t) {
-  const int64_t nd = t.dim();
+bool strides_like_channels_last(const std::vector<int64_t>& sizes,
+                                const std::vector<int64_t>& strides) {
+  const int64_t nd = static_cast<int64_t>(sizes.size());
   if (nd != 4 && nd != 5) return false;
-  if (t.strides[1] == 0) return false;
+  if (strides[1] == 0) return false;
   // Dims from the fastest-varying in channels-last: C, then spatial from the
   // last, then N.
   std::vector<int64_t> order = {1};
@@ -35,13 +37,13 @@ bool strides_like_channels_last(const Tensor& t) {
   order.push_back(0);
   int64_t min = 0;
   for (int64_t d : order) {
-    if (t.sizes[d] == 0) return false;
-    if (t.strides[d] < min) return false;
+    if (sizes[d] == 0) return false;
+    if (strides[d] < min) return false;
     // N with the channel's own stride: (N, 1, 1, 1) contiguous, or a slice
     // of it; the contiguous reading wins.
-    if (d == 0 && min == t.strides[1]) return false;
-    min = t.strides[d];
-    if (t.sizes[d] > 1) min *= t.sizes[d];
+    if (d == 0 && min == strides[1]) return false;
+    min = strides[d];
+    if (sizes[d] > 1) min *= sizes[d];
   }
   return true;
 }
@@ -61,28 +63,63 @@ std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes) {
   return strides;
 }
 
-// Does torch 2.13 run this 3-D float32 convolution through oneDNN? Its size
-// heuristic (native code is faster on some small problems), assuming torch
-// runs more than one thread, as on any multi-core machine.
+// Is either operand channels-last, as torch's backends see them? torch runs a
+// 1-D convolution as 2-D: the input made contiguous, the weight viewed as
+// (O, I, 1, K), so only the weight's layout can make it channels-last.
+bool operands_channels_last(const ConvArgs& a) {
+  if (a.input.dim() != 3) {
+    return strides_like_channels_last(a.input.sizes, a.input.strides) ||
+           strides_like_channels_last(a.weight.sizes, a.weight.strides);
+  }
+  const auto &ws = a.weight.sizes, &wt = a.weight.strides;
+  return strides_like_channels_last({ws[0], ws[1], 1, ws[2]},
+                                    {wt[0], wt[1], ws[2] * wt[2], wt[2]});
+}
+
+// torch turns oneDNN (and cuDNN) down for a transposed convolution whose
+// output padding reaches its stride (allowed while below the dilation).
+bool output_padding_big(const ConvArgs& a) {
+  if (!a.transposed) return false;
+  for (size_t d = 0; d < a.stride.size(); ++d) {
+    if (a.output_padding[d] >= a.stride[d]) return true;
+  }
+  return false;
+}
+
+// Does torch 2.13 run this 3-D convolution on the CPU through oneDNN?
+// bfloat16 and float16 where oneDNN takes the type on this CPU; float32 by a
+// size heuristic (native code is faster on some small problems), assuming
+// torch runs more than one thread, as on any multi-core machine. Elsewhere
+// it runs its own 3-D kernels, whose output is contiguous.
 bool torch_uses_onednn_3d(const ConvArgs& a) {
+  if (output_padding_big(a)) return false;
+  if (a.input.dtype == DType::BFloat16) return onednn_takes_bfloat16();
+  if (a.input.dtype == DType::Float16) return onednn_takes_float16();
+  if (a.input.dtype != DType::Float32) return false;
   const auto& in = a.input.sizes;
   const auto& k = a.weight.sizes;
   const int64_t kw = k[k.size() - 1], kh = k[k.size() - 2];
-  const bool big = a.groups > 1 || (kw > 3 && kh > 3) || in[0] > 1 ||
-                   in[0] * in[1] * in[2] * in[3] > 20480;
-  return a.input.dtype == DType::Float32 && big;
+  return a.groups > 1 || (kw > 3 && kh > 3) || in[0] > 1 || in[0] * in[1] * in[2] * in[3] > 20480;
 }
 
-// The layout torch's CPU convolution gives its output: channels-last for 2-D
-// when the input or the weight is channels-last (every backend torch picks on
-// the CPU agrees on this); for 3-D only when torch picks oneDNN; 1-D is
-// always contiguous.
+// Is the output channels-last? The layout torch's convolution backend for
+// the device gives (torch's _determine_backend_memory_format), which the
+// compiled code assumes. Channels-last operands give channels-last output:
+//  - cpu (and sim, which follows it): always for 1-D and 2-D, where every
+//    backend torch picks agrees; for 3-D only where torch runs oneDNN;
+//  - cuda (cuDNN): except float64, and except the transposed convolutions
+//    cuDNN turns down, which run torch's own contiguous kernels;
+//  - mps: always.
 bool output_channels_last(const ConvArgs& a) {
-  const int64_t spatial = a.input.dim() - 2;
-  const bool cl = strides_like_channels_last(a.input) || strides_like_channels_last(a.weight);
-  if (spatial == 2) return cl;
-  if (spatial == 3) return cl && torch_uses_onednn_3d(a);
-  return false;
+  if (!operands_channels_last(a)) return false;
+  switch (a.input.device().type()) {
+    case DeviceType::CUDA:
+      return a.input.dtype != DType::Float64 && !output_padding_big(a);
+    case DeviceType::MPS:
+      return true;
+    default:
+      return a.input.dim() != 5 || torch_uses_onednn_3d(a);
+  }
 }
 
 // A list argument: one value for every spatial dim, or a single value for all

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "python/bindings.h"
 #include "python/handles.h"
 
@@ -294,6 +295,15 @@ void bind_shim(py::module_& m) {
         info.dli_fname == nullptr)
       throw std::runtime_error("cannot locate libaotishim");
     return std::string(info.dli_fname);
+  });
+
+  // What this CPU offers torch's oneDNN paths, as our convolution's output
+  // layout rule reads it (tests compare it with torch's own checks).
+  m.def("cpu_features", [] {
+    py::dict d;
+    d["onednn_bfloat16"] = aotishim::onednn_takes_bfloat16();
+    d["onednn_float16"] = aotishim::onednn_takes_float16();
+    return d;
   });
 
   m.def("borrow_array", &borrow_array, py::arg("array"), py::arg("dtype"));
