@@ -375,6 +375,47 @@ def test_convolution_input_layouts(layout):
     check_close("conv", values(out), want.double().cpu(), "float32")
 
 
+# The output's layout is part of the result: compiled code reads it by the
+# strides torch's cuDNN path gives (channels-last from channels-last operands,
+# 1-D through the weight's (O, I, 1, K) view, not for float64, not for the
+# transposed convolutions cuDNN turns down), never asking again.
+LAYOUT_CASES = [  # (input, weight, stride, padding, dilation, transposed, output_padding, groups)
+    ((2, 4, 12), (6, 4, 3), [1], [1], [1], 0, [0], 1),
+    ((2, 6, 9, 9), (8, 3, 3, 3), [2, 1], [1, 0], [1, 1], 0, [0, 0], 2),
+    ((1, 4, 5, 6, 7), (6, 4, 3, 3, 3), [1, 1, 1], [1, 1, 1], [1, 1, 1], 0, [0, 0, 0], 1),
+    ((2, 4, 5, 6, 7), (6, 2, 3, 2, 3), [1, 2, 1], [1, 0, 1], [1, 1, 2], 0, [0, 0, 0], 2),
+    ((2, 4, 5, 5, 5), (4, 3, 3, 3, 3), [2, 2, 2], [1, 1, 1], [1, 1, 1], 1, [1, 1, 1], 1),
+    ((2, 4, 5, 5), (4, 3, 3, 3), [1, 1], [1, 1], [2, 2], 1, [1, 1], 1),  # output padding = stride
+]
+
+
+def channels_last(t):
+    if t.dim() == 3:  # channels fastest
+        return t.transpose(1, 2).contiguous().transpose(1, 2)
+    return t.contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+@pytest.mark.parametrize("layouts", ["cl_input", "cl_weight", "cl_both", "contiguous"])
+@pytest.mark.parametrize("case", LAYOUT_CASES, ids=lambda c: f"{len(c[0]) - 2}d{'T' if c[5] else ''}{c[0]}")
+def test_convolution_output_layout_is_torchs(case, layouts, dtype):
+    xs, ws, stride, padding, dilation, transposed, out_pad, groups = case
+    dt = getattr(torch, dtype)
+    g = torch.Generator(device="cuda").manual_seed(3)
+    x = torch.randn(xs, generator=g, device="cuda", dtype=torch.float64).to(dt)
+    w = torch.randn(ws, generator=g, device="cuda", dtype=torch.float64).to(dt)
+    if layouts in ("cl_input", "cl_both"):
+        x = channels_last(x)
+    if layouts in ("cl_weight", "cl_both"):
+        w = channels_last(w)
+    out = run_conv(x, w, None, stride, padding, dilation, transposed, out_pad, groups)
+    want = torch.ops.aten.convolution(x, w, None, stride, padding, dilation, bool(transposed),
+                                      out_pad, groups)
+    assert out.sizes == list(want.shape)
+    assert list(out.strides) == list(want.stride()), (out.strides, want.stride())
+    check_close("conv", values(out), want.double().cpu(), dtype if dtype != "float64" else "float32")
+
+
 def test_one_problem_on_many_buffers_reads_each_calls_own():
     """One convolution problem (one plan) on 10 inputs, in orders that hit,
     miss and evict the plan's kept variant packs (the pointer sets of its
