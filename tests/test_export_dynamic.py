@@ -3,6 +3,7 @@ data-dependent output sizes, run at many sizes and compared with eager."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -175,3 +176,44 @@ def test_cache_key_covers_dynamic_shapes():
     d1, d2 = Dim("d", min=2, max=8), Dim("d", min=2, max=16)
     assert key(({0: 2 * d1},)) != key(({0: 2 * d2},))
     assert key(({0: 2 * d1},)) != key(({0: 2 * d1 + 1},))
+
+
+def test_cache_key_covers_what_each_submodule_computes():
+    """Two modules with the same class and weights that compute different
+    things must not share a compiled model: before, the key hashed only the
+    top-level class's source and the state dict, so torchvision's Inception
+    with transform_input on and off, a model in train and in eval mode, or a
+    rotary embedding's non-persistent inv_freq got one key and compile_cached
+    handed back the other model."""
+    import torch
+    from aotishim.export import _fingerprint
+
+    class Scaled(torch.nn.Module):
+        def __init__(self, scale: float, flags=(1, 2)) -> None:
+            super().__init__()
+            self.scale = scale
+            self.flags = flags
+            self.norm = torch.nn.LayerNorm(4)
+            self.register_buffer("inv_freq", torch.arange(4.0), persistent=False)
+
+        def forward(self, x):
+            return self.norm(x) * self.scale + self.inv_freq
+
+    args = (torch.randn(2, 4),)
+
+    def key(m):
+        return _fingerprint(m, args, "m", "cpu")
+
+    torch.manual_seed(0)
+    base = Scaled(2.0).eval()
+    same = copy.deepcopy(base)
+    assert key(base) == key(same)
+    variants = [Scaled(3.0).eval(), Scaled(2.0, flags=(1, 3)).eval(), copy.deepcopy(base).train()]
+    variants[0].load_state_dict(base.state_dict())
+    variants[1].load_state_dict(base.state_dict())
+    eps = copy.deepcopy(base)
+    eps.norm.eps = 1e-3
+    freq = copy.deepcopy(base)
+    freq.inv_freq.mul_(2)
+    keys = {key(m) for m in [base, *variants, eps, freq]}
+    assert len(keys) == 6

@@ -336,22 +336,65 @@ def _fingerprint(module: torch.nn.Module, args: tuple, name: str, device: str,
     fixes = _torch_fixes_applied()
     if fixes:  # a program compiled without them differs
         h.update(f"|fixes {fixes}".encode())
-    try:
-        h.update(inspect.getsource(type(module)).encode())
-    except (OSError, TypeError):
-        h.update(type(module).__qualname__.encode())
     for leaf in torch.utils._pytree.tree_leaves(args):
         if isinstance(leaf, torch.Tensor):
             h.update(f"{leaf.dtype}{tuple(leaf.shape)}".encode())
         else:
             h.update(repr(leaf).encode())
-    for key, value in module.state_dict().items():
-        h.update(key.encode())
-        h.update(f"{value.dtype}{tuple(value.shape)}".encode())
-        # reshape: a 0-d tensor (BatchNorm's num_batches_tracked) has no byte view
-        h.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
-                 if value.numel() else b"")
+    _hash_module(h, module)
     return h.hexdigest()[:16]
+
+
+def _hash_tensor(h: "hashlib._Hash", key: str, value: torch.Tensor) -> None:
+    h.update(f"{key}|{value.dtype}{tuple(value.shape)}".encode())
+    # reshape: a 0-d tensor (BatchNorm's num_batches_tracked) has no byte view
+    h.update(value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+             if value.numel() else b"")
+
+
+def _plain(value: Any, depth: int = 0) -> str | None:
+    """A configuration value's text, or None for what is not configuration
+    (submodules, functions, hooks: covered elsewhere or not part of the math)."""
+    if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device,
+                                           torch.memory_format)):
+        return repr(value)
+    if isinstance(value, (tuple, list)) and depth < 4 and len(value) <= 64:
+        items = [_plain(v, depth + 1) for v in value]
+        return None if None in items else f"{type(value).__name__}({','.join(items)})"
+    return None
+
+
+def _hash_module(h: "hashlib._Hash", module: torch.nn.Module) -> None:
+    """Everything of the module that decides what it computes, for every
+    submodule: its class and that class's source, train or eval mode, its
+    plain attributes (Inception's transform_input, a norm's eps, a conv's
+    padding), its weights and every buffer, persistent or not (a rotary
+    embedding's inv_freq is not), and tensors kept as plain attributes."""
+    sources: dict[type, str] = {}
+    for name, sub in module.named_modules(remove_duplicate=False):
+        cls = type(sub)
+        if cls not in sources:
+            try:
+                sources[cls] = inspect.getsource(cls)
+            except (OSError, TypeError):
+                sources[cls] = f"{cls.__module__}.{cls.__qualname__}"
+        h.update(f"|module {name} {cls.__module__}.{cls.__qualname__} {sub.training}".encode())
+        h.update(sources[cls].encode())
+        for attr, value in sorted(vars(sub).items()):
+            if attr.startswith("_"):
+                continue
+            if isinstance(value, torch.Tensor):
+                _hash_tensor(h, f"{name}.{attr}", value)
+            else:
+                text = _plain(value)
+                if text is not None:
+                    h.update(f"|{name}.{attr}={text}".encode())
+    state = module.state_dict(keep_vars=True)
+    for key, value in state.items():
+        _hash_tensor(h, key, value)
+    for key, value in module.named_buffers(remove_duplicate=False):
+        if key not in state:  # non-persistent
+            _hash_tensor(h, f"buffer {key}", value)
 
 
 def compile_cached(module: torch.nn.Module, example_args: Sequence[Any],
@@ -359,9 +402,10 @@ def compile_cached(module: torch.nn.Module, example_args: Sequence[Any],
                    device: str = "cpu", dynamic_shapes: Any = None) -> Path:
     """:func:`compile` into ``cache_dir`` unless an identical model is there.
 
-    The cache key covers the torch version, device, the module's class
-    source, its weights, the example inputs' dtypes and shapes and the
-    dynamic shapes (their names, ranges and derivations); the model
+    The cache key covers the torch version, device, every submodule's class
+    and class source, train/eval mode and plain attributes, the weights and
+    every buffer (persistent or not), the example inputs' dtypes and shapes
+    and the dynamic shapes (their names, ranges and derivations); the model
     is stored as ``<name>-<key>.so``. Inductor's own cache goes to
     ``cache_dir/inductor`` unless TORCHINDUCTOR_CACHE_DIR is set.
     """
