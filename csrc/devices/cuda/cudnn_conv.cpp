@@ -227,9 +227,51 @@ void cudnn_convolution(CudaDevice& device, const ConvArgs& c) {
   if (y.data() != out.data() || y.strides != out.strides) device.copy(out, y);
 }
 
+// cuDNN turns down a transposed convolution whose output padding reaches its
+// stride (torch allows it while below the dilation, and runs its own kernel).
+bool output_padding_past_stride(const ConvArgs& c) {
+  if (!c.transposed) return false;
+  for (size_t d = 0; d < c.stride.size(); ++d)
+    if (c.output_padding[d] >= c.stride[d]) return true;
+  return false;
+}
+
+// Such a convolution's output is a window of the full transposed convolution
+// (no padding, no output padding): it starts `padding` in, and where the
+// output padding reaches past the full result's end the output is zero (then
+// the bias). cuDNN runs the full one; a strided copy cuts the window.
+void transposed_through_full_output(CudaDevice& device, const ConvArgs& c) {
+  const size_t spatial = c.stride.size();
+  ConvArgs full = c;
+  full.has_bias = false;
+  full.padding.assign(spatial, 0);
+  full.output_padding.assign(spatial, 0);
+  std::vector<int64_t> sizes = c.out.sizes, window = c.out.sizes;
+  int64_t offset = 0;
+  const bool channels_last = in_format(c.out, true) && !in_format(c.out, false);
+  for (size_t d = 0; d < spatial; ++d) {
+    const int64_t k = c.weight.sizes[2 + d];
+    sizes[2 + d] = (c.input.sizes[2 + d] - 1) * c.stride[d] + c.dilation[d] * (k - 1) + 1;
+    window[2 + d] = std::min(c.out.sizes[2 + d], sizes[2 + d] - c.padding[d]);
+  }
+  full.out = make_empty(device, c.out.dtype, sizes, format_strides(sizes, channels_last));
+  for (size_t d = 0; d < spatial; ++d) offset += c.padding[d] * full.out.strides[2 + d];
+  cudnn_convolution(device, full);
+  device.fill_zero(c.out);
+  if (std::all_of(window.begin(), window.end(), [](int64_t n) { return n > 0; })) {
+    device.copy(make_view(c.out, window, c.out.strides, c.out.storage_offset),
+                make_view(full.out, window, full.out.strides, full.out.storage_offset + offset));
+  }
+  if (c.has_bias) add_bias(device, c.out, c.bias);
+}
+
 void conv_kernel(const ConvArgs& args) {
   CudaDevice& device = static_cast<CudaDevice&>(args.out.device());
-  cudnn_convolution(device, args);
+  if (output_padding_past_stride(args)) {
+    transposed_through_full_output(device, args);
+  } else {
+    cudnn_convolution(device, args);
+  }
 }
 
 AOTISHIM_REGISTER_KERNEL(ops::conv, DeviceType::CUDA, conv_kernel);
