@@ -174,9 +174,88 @@ def compile_zoo(name: str):
     return zm, module, args, so
 
 
+# ---- torchvision models beyond the zoo (tests/gpu/test_cuda_torchvision.py) ----
+# name (torchvision.models[.sub].<builder>): (builder arguments, input shape).
+# Their convolutions cover every shape family torchvision uses: asymmetric
+# kernels and padding (Inception), groups (ResNeXt, RegNet), depthwise
+# (MobileNet, EfficientNet, ConvNeXt's 7x7), dilation (DeepLab), 3-D (video),
+# concatenated branches (Inception, GoogLeNet, DenseNet).
+TORCHVISION = {
+    "inception_v3": (dict(aux_logits=False, init_weights=True), (1, 3, 299, 299)),
+    "googlenet": (dict(aux_logits=False, init_weights=True), (1, 3, 224, 224)),
+    "densenet121": ({}, (1, 3, 224, 224)),
+    "efficientnet_b0": ({}, (1, 3, 224, 224)),
+    "convnext_tiny": ({}, (1, 3, 224, 224)),
+    "regnet_y_400mf": ({}, (1, 3, 224, 224)),
+    "resnext50_32x4d": ({}, (1, 3, 224, 224)),
+    "swin_t": ({}, (1, 3, 224, 224)),
+    "squeezenet1_1": ({}, (1, 3, 224, 224)),
+    "mobilenet_v2": ({}, (1, 3, 224, 224)),
+    "shufflenet_v2_x0_5": ({}, (1, 3, 224, 224)),
+    "mnasnet0_5": ({}, (1, 3, 224, 224)),
+    "segmentation.fcn_resnet50": (dict(weights_backbone=None, aux_loss=False), (1, 3, 160, 160)),
+    "segmentation.deeplabv3_mobilenet_v3_large": (dict(weights_backbone=None), (1, 3, 160, 160)),
+    "segmentation.lraspp_mobilenet_v3_large": (dict(weights_backbone=None), (1, 3, 160, 160)),
+    "video.r3d_18": ({}, (1, 3, 8, 64, 64)),
+    "video.r2plus1d_18": ({}, (1, 3, 8, 64, 64)),
+    "video.mc3_18": ({}, (1, 3, 8, 64, 64)),
+}
+
+
+class MainOutput(nn.Module):
+    """A segmentation model's "out" entry (its dict holds only that one here)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.model(x)
+        return y["out"] if isinstance(y, dict) else y
+
+
+def build_torchvision(name: str) -> tuple[nn.Module, tuple[int, ...]]:
+    """The model with random weights (seeded), eval mode, and its input shape."""
+    from aotishim.zoo._torchvision import import_torchvision
+
+    tv = import_torchvision()
+    kwargs, shape = TORCHVISION[name]
+    namespace = tv.models
+    *sub, builder = name.split(".")
+    for part in sub:
+        namespace = getattr(namespace, part)
+    torch.manual_seed(0)
+    return MainOutput(getattr(namespace, builder)(weights=None, **kwargs)).eval(), shape
+
+
+def torchvision_input(shape: tuple[int, ...], seed: int) -> torch.Tensor:
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+# Also compiled with a dynamic batch (1 to 4), and run at batch 2.
+TORCHVISION_DYNAMIC = ["inception_v3"]
+
+
+def compile_torchvision(name: str, dynamic: bool = False):
+    """(the model on the CPU, the input shape to run, the .so compiled for cuda)."""
+    module, shape = build_torchvision(name)
+    dynamic_shapes = None
+    tag = name.replace(".", "_")
+    if dynamic:  # exported at batch 2: torch.export specialises a size-1 example
+        shape = (2, *shape[1:])
+        dynamic_shapes = {"x": {0: torch.export.Dim("batch", min=1, max=4)}}
+        tag += "_dynbatch"
+    so = export.compile_cached(module.to("cuda"), (torchvision_input(shape, 0).to("cuda"),),
+                               zoo_cache_dir(), name=f"tv_{tag}_cuda", device="cuda",
+                               dynamic_shapes=dynamic_shapes)
+    return module.cpu(), shape, so
+
+
 def _compile_one(case) -> str:
     if isinstance(case, tuple) and case[0] == "zoo":
         return str(compile_zoo(case[1])[3])
+    if isinstance(case, tuple) and case[0] == "tv":
+        return str(compile_torchvision(case[1], dynamic=len(case) > 2)[2])
     if isinstance(case, str):
         return str(compile_recurrent(case).so)
     return str(compile_cuda(*case).so)
@@ -197,7 +276,11 @@ if __name__ == "__main__":
 
     from aotishim.zoo import real
 
-    cases = [*(("zoo", n) for n in ZOO if real.available(n)), *CASES, *RECURRENT]
+    only = os.environ.get("CUDA_MODELS")  # "tv": the torchvision set alone
+    cases = [*(("tv", n, "dynamic") for n in TORCHVISION_DYNAMIC),
+             *(("tv", n) for n in TORCHVISION)]
+    if only != "tv":
+        cases += [*(("zoo", n) for n in ZOO if real.available(n)), *CASES, *RECURRENT]
     processes = min(len(cases), os.cpu_count() or 1)
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS",
                           str(max(1, (os.cpu_count() or 1) // processes * 2)))
