@@ -124,7 +124,7 @@ COPY_PAIRS = [
     (torch.int64, torch.int8), (torch.uint8, torch.int32), (torch.int16, torch.int64),
     (torch.float32, torch.bool), (torch.int32, torch.bool), (torch.bool, torch.float16),
     (torch.bool, torch.int64), (torch.int64, torch.int64), (torch.float16, torch.float16),
-    (torch.uint8, torch.uint8),
+    (torch.uint8, torch.uint8), (torch.float64, torch.float64),  # float64: copied, never converted
 ]
 
 
@@ -148,13 +148,35 @@ def test_copy_matches_torch(lib, src_dtype, dst_dtype, layouts):
     p.src_strides = list(src.stride())
     p.dst_dtype = DT_CODE[dst_dtype]
     p.src_dtype = DT_CODE[src_dtype]
-    numel = math.prod(shape)
-    hm.dispatch_threads(lib.function("aotishim_copy"), [numel], [min(numel, 64)],
-                        {0: out.binding, 1: input_buffer(src, "src"), 2: p.to_bytes()})
+    dispatch_copy(lib, out, src, p)
     got = out.result()
     want = src.to(dst_dtype)
     assert got.dtype == want.dtype
     assert torch.equal(got, want), (got, want)
+
+
+def dispatch_copy(lib, out, src, p):
+    numel = math.prod(src.shape)
+    # mps_device.mm: one row of min(numel, maxTotalThreadsPerThreadgroup) threads per group.
+    hm.dispatch_threads(lib.function("aotishim_copy"), [numel], [min(numel, hm.MAX_THREADS_PER_THREADGROUP)],
+                        {0: out.binding, 1: input_buffer(src, "src"), 2: p.to_bytes()})
+
+
+@pytest.mark.parametrize("shape,perm", [((2,) * 8, (7, 0, 6, 1, 5, 2, 4, 3)),  # the most dims CopyParams holds
+                                        ((37, 41), (1, 0))])                   # 2 groups, the 2nd partial
+def test_copy_many_dims_and_groups(lib, shape, perm):
+    gen = torch.Generator().manual_seed(4)
+    src = torch.randn(shape, generator=gen).permute(*perm)
+    dst_like = strided_like(tuple(src.shape), torch.bfloat16, "padded")
+    out = Output(dst_like, "dst")
+    p = hm.CopyParams()
+    p.ndim = src.dim()
+    p.sizes = list(src.shape)
+    p.dst_strides = list(dst_like.stride())
+    p.src_strides = list(src.stride())
+    p.dst_dtype, p.src_dtype = DT_CODE[torch.bfloat16], DT_CODE[torch.float32]
+    dispatch_copy(lib, out, src, p)
+    assert torch.equal(out.result(), src.to(torch.bfloat16))
 
 
 # ---------------------------------------------------------------- GEMM
@@ -164,7 +186,7 @@ def test_copy_matches_torch(lib, src_dtype, dst_dtype, layouts):
 def test_gemm_matches_torch(lib, dtype, beta):
     gen = torch.Generator().manual_seed(2)
     t = TORCH[dtype]
-    B, M, N, K = 2, 9, 13, 37
+    B, M, N, K = 2, 9, 45, 37  # N: a full and a partial group of 32 columns
     a = torch.randn(B, K, M, generator=gen).to(t).transpose(1, 2)  # (B, M, K), column-major rows
     b = strided_like((B, K, N), t, "padded")
     b.copy_(torch.randn(B, K, N, generator=gen))
@@ -172,8 +194,6 @@ def test_gemm_matches_torch(lib, dtype, beta):
     out = Output(out_like, "out")
     init = torch.randn(B, M, N, generator=gen).to(t)
     if beta != 0.0:
-        staged = out_like.clone()
-        staged.copy_(init)
         out.buf.write(storage_of(out_like.copy_(init)).view(torch.uint8).numpy())
     p = hm.GemmParams()
     p.batch, p.m, p.n, p.k = B, M, N, K
@@ -182,7 +202,10 @@ def test_gemm_matches_torch(lib, dtype, beta):
     p.b_strides = list(b.stride())
     p.alpha = 1.5
     p.beta = beta
-    hm.dispatch_threads(lib.function(f"aotishim_gemm_{dtype}"), [N, M, B], [8, 8, 1],
+    # mps_device.mm: threadExecutionWidth (32) columns by as many rows as fit in 1024 threads.
+    width = min(32, N)
+    height = max(1, min(hm.MAX_THREADS_PER_THREADGROUP // width, M))
+    hm.dispatch_threads(lib.function(f"aotishim_gemm_{dtype}"), [N, M, B], [width, height, 1],
                         {0: out.binding, 1: input_buffer(a, "a"), 2: input_buffer(b, "b"), 3: p.to_bytes()})
     want = 1.5 * torch.bmm(a.double(), b.double())
     if beta != 0.0:
