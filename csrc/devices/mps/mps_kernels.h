@@ -1,51 +1,34 @@
 // The mps device's own Metal kernels: a strided element copy (with dtype
-// conversion) and a strided GEMM; the convolution and attention kernels
-// live with their ops (mps_conv.mm, mps_sdpa.mm). Compiled from source on first use.
-// The parameter structs are passed with setBytes; their layout is mirrored
-// field by field in the Metal source (mps_kernels.mm).
+// conversion), a strided GEMM, convolution and attention. Their MSL sources
+// are kernels/*.metal; their parameter structs (passed with setBytes) are
+// kernels/params.h, which the shaders compile too.
 #pragma once
 
-#include <cstdint>
-#include <string>
+#include "core/dtype.h"
+#include "devices/mps/kernels/params.h"
+#include "devices/mps/kernels/sources.h"
 
 namespace aotishim::mps {
 
-constexpr int kMaxCopyDims = 8;
+// The kernels receive DType values as their dtype codes.
+static_assert(AOTISHIM_DT_UINT8 == static_cast<int>(DType::UInt8) &&
+                  AOTISHIM_DT_INT8 == static_cast<int>(DType::Int8) &&
+                  AOTISHIM_DT_INT16 == static_cast<int>(DType::Int16) &&
+                  AOTISHIM_DT_INT32 == static_cast<int>(DType::Int32) &&
+                  AOTISHIM_DT_INT64 == static_cast<int>(DType::Int64) &&
+                  AOTISHIM_DT_FLOAT16 == static_cast<int>(DType::Float16) &&
+                  AOTISHIM_DT_FLOAT32 == static_cast<int>(DType::Float32) &&
+                  AOTISHIM_DT_FLOAT64 == static_cast<int>(DType::Float64) &&
+                  AOTISHIM_DT_BOOL == static_cast<int>(DType::Bool) &&
+                  AOTISHIM_DT_BFLOAT16 == static_cast<int>(DType::BFloat16),
+              "kernel dtype codes");
 
-struct CopyParams {
-  int64_t sizes[kMaxCopyDims];
-  int64_t dst_strides[kMaxCopyDims];  // elements
-  int64_t src_strides[kMaxCopyDims];  // elements
-  int32_t ndim;
-  int32_t dst_dtype;  // c10 ScalarType numbers
-  int32_t src_dtype;
-  int32_t pad;
-};
-static_assert(sizeof(CopyParams) == 3 * 8 * kMaxCopyDims + 16, "CopyParams layout");
-
-struct GemmParams {
-  int64_t batch, m, n, k;
-  int64_t out_strides[3];  // (batch, row, col), elements
-  int64_t a_strides[3];
-  int64_t b_strides[3];
-  float alpha;
-  float beta;
-};
-static_assert(sizeof(GemmParams) == 8 * 4 + 3 * 3 * 8 + 8, "GemmParams layout");
+constexpr int kMaxCopyDims = AOTISHIM_COPY_MAX_DIMS;
 
 // Kernel names in the library.
 constexpr const char* kCopyKernel = "aotishim_copy";
 constexpr const char* kGemmFloat32 = "aotishim_gemm_float32";
 constexpr const char* kGemmFloat16 = "aotishim_gemm_float16";
 constexpr const char* kGemmBFloat16 = "aotishim_gemm_bfloat16";
-
-// Metal Shading Language source of the kernels above, with the shared
-// helpers (bf16_t, load_value/store_value, load_float) the op kernels use.
-const char* kernel_source();
-// The op kernels' sources (mps_conv.mm, mps_sdpa.mm), appended to it.
-const char* conv_kernel_source();
-const char* sdpa_kernel_source();
-// The whole device library: one compile on first use.
-std::string library_source();
 
 }  // namespace aotishim::mps

@@ -1,46 +1,10 @@
-#include "devices/mps/mps_kernels.h"
-
-namespace aotishim::mps {
-
-// Dtype codes are c10 ScalarType numbers, as in CopyParams. bfloat16 is
-// handled as raw bits so the source needs no particular language version.
-const char* kernel_source() {
-  return R"METAL(
+// The mps device's copy and GEMM kernels (MSL), with the helpers the other
+// kernels use (bf16_t, load_value/store_value, load_float, dtype_size).
+// The library source is kernels/params.h followed by this file, conv.metal
+// and sdpa.metal. bfloat16 is handled as raw bits so the source needs no
+// particular language version.
 #include <metal_stdlib>
 using namespace metal;
-
-#define DT_UINT8 0
-#define DT_INT8 1
-#define DT_INT16 2
-#define DT_INT32 3
-#define DT_INT64 4
-#define DT_FLOAT16 5
-#define DT_FLOAT32 6
-#define DT_FLOAT64 7
-#define DT_BOOL 11
-#define DT_BFLOAT16 15
-
-struct CopyParams {
-  long sizes[8];
-  long dst_strides[8];
-  long src_strides[8];
-  int ndim;
-  int dst_dtype;
-  int src_dtype;
-  int pad;
-};
-
-struct GemmParams {
-  long batch;
-  long m;
-  long n;
-  long k;
-  long out_strides[3];
-  long a_strides[3];
-  long b_strides[3];
-  float alpha;
-  float beta;
-};
 
 struct bf16_t {
   ushort bits;
@@ -57,20 +21,20 @@ inline ushort float_to_bf16_bits(float f) {
 }
 
 inline bool dtype_is_floating(int dt) {
-  return dt == DT_FLOAT16 || dt == DT_FLOAT32 || dt == DT_BFLOAT16;
+  return dt == AOTISHIM_DT_FLOAT16 || dt == AOTISHIM_DT_FLOAT32 || dt == AOTISHIM_DT_BFLOAT16;
 }
 
 inline int dtype_size(int dt) {
   switch (dt) {
-    case DT_INT16:
-    case DT_FLOAT16:
-    case DT_BFLOAT16:
+    case AOTISHIM_DT_INT16:
+    case AOTISHIM_DT_FLOAT16:
+    case AOTISHIM_DT_BFLOAT16:
       return 2;
-    case DT_INT32:
-    case DT_FLOAT32:
+    case AOTISHIM_DT_INT32:
+    case AOTISHIM_DT_FLOAT32:
       return 4;
-    case DT_INT64:
-    case DT_FLOAT64:
+    case AOTISHIM_DT_INT64:
+    case AOTISHIM_DT_FLOAT64:
       return 8;
     default:
       return 1;
@@ -79,48 +43,48 @@ inline int dtype_size(int dt) {
 
 inline float load_float(device const uchar* p, int dt) {
   switch (dt) {
-    case DT_FLOAT32: return *(device const float*)p;
-    case DT_FLOAT16: return float(*(device const half*)p);
-    case DT_BFLOAT16: return bf16_bits_to_float(*(device const ushort*)p);
-    case DT_UINT8: return float(*p);
-    case DT_INT8: return float(*(device const char*)p);
-    case DT_INT16: return float(*(device const short*)p);
-    case DT_INT32: return float(*(device const int*)p);
-    case DT_INT64: return float(*(device const long*)p);
-    case DT_BOOL: return *p != 0 ? 1.0f : 0.0f;
+    case AOTISHIM_DT_FLOAT32: return *(device const float*)p;
+    case AOTISHIM_DT_FLOAT16: return float(*(device const half*)p);
+    case AOTISHIM_DT_BFLOAT16: return bf16_bits_to_float(*(device const ushort*)p);
+    case AOTISHIM_DT_UINT8: return float(*p);
+    case AOTISHIM_DT_INT8: return float(*(device const char*)p);
+    case AOTISHIM_DT_INT16: return float(*(device const short*)p);
+    case AOTISHIM_DT_INT32: return float(*(device const int*)p);
+    case AOTISHIM_DT_INT64: return float(*(device const long*)p);
+    case AOTISHIM_DT_BOOL: return *p != 0 ? 1.0f : 0.0f;
     default: return 0.0f;
   }
 }
 
 inline long load_long(device const uchar* p, int dt) {
   switch (dt) {
-    case DT_UINT8: return long(*p);
-    case DT_INT8: return long(*(device const char*)p);
-    case DT_INT16: return long(*(device const short*)p);
-    case DT_INT32: return long(*(device const int*)p);
-    case DT_INT64: return *(device const long*)p;
-    case DT_BOOL: return *p != 0 ? 1 : 0;
+    case AOTISHIM_DT_UINT8: return long(*p);
+    case AOTISHIM_DT_INT8: return long(*(device const char*)p);
+    case AOTISHIM_DT_INT16: return long(*(device const short*)p);
+    case AOTISHIM_DT_INT32: return long(*(device const int*)p);
+    case AOTISHIM_DT_INT64: return *(device const long*)p;
+    case AOTISHIM_DT_BOOL: return *p != 0 ? 1 : 0;
     default: return long(load_float(p, dt));  // floating: truncates toward zero
   }
 }
 
 inline void store_float(device uchar* p, int dt, float v) {
   switch (dt) {
-    case DT_FLOAT32: *(device float*)p = v; break;
-    case DT_FLOAT16: *(device half*)p = half(v); break;
-    case DT_BFLOAT16: *(device ushort*)p = float_to_bf16_bits(v); break;
+    case AOTISHIM_DT_FLOAT32: *(device float*)p = v; break;
+    case AOTISHIM_DT_FLOAT16: *(device half*)p = half(v); break;
+    case AOTISHIM_DT_BFLOAT16: *(device ushort*)p = float_to_bf16_bits(v); break;
     default: break;
   }
 }
 
 inline void store_long(device uchar* p, int dt, long v) {
   switch (dt) {
-    case DT_UINT8: *p = uchar(v); break;
-    case DT_INT8: *(device char*)p = char(v); break;
-    case DT_INT16: *(device short*)p = short(v); break;
-    case DT_INT32: *(device int*)p = int(v); break;
-    case DT_INT64: *(device long*)p = v; break;
-    case DT_BOOL: *p = v != 0 ? 1 : 0; break;
+    case AOTISHIM_DT_UINT8: *p = uchar(v); break;
+    case AOTISHIM_DT_INT8: *(device char*)p = char(v); break;
+    case AOTISHIM_DT_INT16: *(device short*)p = short(v); break;
+    case AOTISHIM_DT_INT32: *(device int*)p = int(v); break;
+    case AOTISHIM_DT_INT64: *(device long*)p = v; break;
+    case AOTISHIM_DT_BOOL: *p = v != 0 ? 1 : 0; break;
     default: break;
   }
 }
@@ -153,7 +117,7 @@ inline void store_long(device uchar* p, int dt, long v) {
     }
   } else if (dtype_is_floating(p.dst_dtype)) {
     store_float(dp, p.dst_dtype, load_float(sp, p.src_dtype));
-  } else if (p.dst_dtype == DT_BOOL) {
+  } else if (p.dst_dtype == AOTISHIM_DT_BOOL) {
     bool nonzero = dtype_is_floating(p.src_dtype) ? load_float(sp, p.src_dtype) != 0.0f
                                             : load_long(sp, p.src_dtype) != 0;
     *dp = nonzero ? 1 : 0;
@@ -202,11 +166,3 @@ template <typename T>
 AOTISHIM_GEMM("aotishim_gemm_float32", float)
 AOTISHIM_GEMM("aotishim_gemm_float16", half)
 AOTISHIM_GEMM("aotishim_gemm_bfloat16", bf16_t)
-)METAL";
-}
-
-std::string library_source() {
-  return std::string(kernel_source()) + conv_kernel_source() + sdpa_kernel_source();
-}
-
-}  // namespace aotishim::mps
