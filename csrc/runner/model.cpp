@@ -484,25 +484,55 @@ std::vector<HostOutput> Model::run_host(const std::vector<HostInput>& inputs) {
                 " input(s), got " + std::to_string(inputs.size()));
   }
   std::vector<AtenTensorHandle> handles;
+  // For writable inputs run on a copy: the caller's buffer (a view in its
+  // own strides) and a second handle to the copy, which the model's run
+  // consumes; the copy goes back into the buffer once the run succeeded.
+  std::vector<std::pair<AtenTensorHandle, AtenTensorHandle>> write_back;
+  auto drop_write_back = [&] {
+    for (auto& [dst, copy] : write_back) {
+      delete_if_live(dst);
+      delete_if_live(copy);
+    }
+    write_back.clear();
+  };
   {
     ScopeGuard guard(m.scope);
     try {
       for (const HostInput& in : inputs) {
-        if (m.device == "cpu" && is_contiguous(in.sizes, in.strides)) {
-          // Borrowed: the caller's buffer outlives the run. Empty strides
-          // mean packed, which is what the model checks for.
+        if (in.writable && m.device == "cpu" && is_contiguous(in.sizes, in.strides)) {
+          // Borrowed: the caller's buffer outlives the run, and the model
+          // may write it. Empty strides mean packed, which the model checks.
           handles.push_back(borrow_host_memory(const_cast<void*>(in.data), in.sizes, {},
                                                in.dtype, nullptr));
-        } else {
-          handles.push_back(copy_from_host(in.data, in.sizes, in.strides, in.dtype, m.device));
+          continue;
+        }
+        // A read-only buffer is never handed to the model: it may write its
+        // inputs in place (a crash on read-only pages, a changed constant).
+        handles.push_back(copy_from_host(in.data, in.sizes, in.strides, in.dtype, m.device));
+        if (in.writable) {
+          AtenTensorHandle copy = nullptr;
+          check(aoti_torch_new_tensor_handle(handles.back(), &copy));
+          write_back.emplace_back(nullptr, copy);
+          write_back.back().first = borrow_host_memory(const_cast<void*>(in.data), in.sizes,
+                                                       in.strides, in.dtype, nullptr);
         }
       }
     } catch (...) {
       for (AtenTensorHandle h : handles) delete_if_live(h);
+      drop_write_back();
       throw;
     }
   }
-  std::vector<AtenTensorHandle> slots = m.invoke(handles);
+  std::vector<AtenTensorHandle> slots;
+  try {
+    slots = m.invoke(handles);
+    for (auto& [dst, copy] : write_back) check(aoti_torch_copy_(dst, copy, 0));
+  } catch (...) {
+    if (!slots.empty()) release_outputs(slots.data(), slots.size(), nullptr);
+    drop_write_back();
+    throw;
+  }
+  drop_write_back();
 
   std::vector<HostOutput> results(slots.size());
   release_outputs(slots.data(), slots.size(), [&](size_t i, AtenTensorHandle h) {

@@ -7,7 +7,7 @@ wrong inputs are refused with a clear message before the model runs. Format
     {"format": "aotishim-model-spec/2", "torch_version": "...",
      "symbols": {"s17": {"min": 1, "max": 64, "name": "batch", "example": 4}},
      "relations": [{"expr": "2*s17", "min": 2, "max": 128}],
-     "inputs":  [{"name": "x", "dtype": "float32", "shape": ["s17", 8]}],
+     "inputs":  [{"name": "x", "dtype": "float32", "shape": ["s17", 8], "mutated": false}],
      "outputs": [{"name": "output0", "dtype": "int64", "shape": [null, 2]}]}
 
 A dimension is an int (static), a symbol or an expression over symbols (a
@@ -15,7 +15,10 @@ dynamic dimension, as torch.export names it), or null (an output size that
 depends on the data, such as ``nonzero``'s). ``symbols`` gives each symbol's
 range (``max`` null when unbounded), the user's name for it when known and its
 size in the example inputs; ``relations`` are further ranges torch.export
-reports for expressions. Format ``aotishim-model-spec/1`` (static shapes, no
+reports for expressions. An input's ``mutated`` says whether the model
+writes it in place (torch.export's mutated user inputs); a spec without it
+(older ones) leaves that unknown, and :meth:`aotishim.Model.run` then treats
+the input as possibly written. Format ``aotishim-model-spec/1`` (static shapes, no
 symbols) is still read.
 """
 
@@ -42,6 +45,8 @@ class TensorSpec:
     name: str
     dtype: str
     shape: tuple[Any, ...]
+    # Inputs: whether the model writes it in place (None: the spec does not say).
+    mutated: bool | None = None
 
     def describe(self) -> str:
         return f"{self.name}: {self.dtype}{spec_text(self.shape)}"
@@ -82,7 +87,8 @@ class ModelSpec:
 def _tensor_specs(data: dict, key: str) -> list[TensorSpec] | None:
     if key not in data:
         return None
-    return [TensorSpec(str(s["name"]), str(s["dtype"]), tuple(parse_dim(d) for d in s["shape"]))
+    return [TensorSpec(str(s["name"]), str(s["dtype"]), tuple(parse_dim(d) for d in s["shape"]),
+                       s.get("mutated") if key == "inputs" else None)
             for s in data[key]]
 
 
