@@ -47,10 +47,14 @@ struct Model::Impl {
   std::vector<const void*> constant_ptrs;
   // Runs share the model; close() waits for them and excludes new ones.
   mutable std::shared_mutex mutex;
-  // Written under `mutex`, read without it: a caller holding another lock
-  // (Python's GIL) must never wait for a close, whose teardown may need that
-  // lock (dropping a Python array a tensor borrowed).
+  // Set first thing by close(), before it waits for `mutex`: runs check it
+  // before and after taking their shared lock, so none is admitted once a
+  // close has begun (a reader-preferring lock would otherwise let a stream
+  // of new runs starve the close). Read without the lock: a caller holding
+  // another lock (Python's GIL) must never wait for a close, whose teardown
+  // may need that lock (dropping a Python array a tensor borrowed).
   std::atomic<bool> closed{false};
+  bool torn_down = false;  // under `mutex`
   // Loaded with cuda_graphs (fixed at load): every run goes through
   // `graphs` (until close), serialized by graph_mutex, and the container
   // runs single-threaded.
@@ -435,6 +439,7 @@ std::unique_ptr<Model> Model::load(const std::string& requested_path,
     m.record_constant_ptrs();
   } catch (...) {
     m.closed = true;
+    m.torn_down = true;
     m.teardown();  // a failed load leaves nothing behind
     throw;
   }
@@ -442,6 +447,10 @@ std::unique_ptr<Model> Model::load(const std::string& requested_path,
 }
 
 std::vector<AtenTensorHandle> Model::run(const std::vector<AtenTensorHandle>& inputs) {
+  if (impl_->closed) {
+    consume(inputs);  // consumed on every path
+    impl_->require_open();
+  }
   std::shared_lock<std::shared_mutex> lock(impl_->mutex);
   CurrentDevice on(*impl_->target);
   if (impl_->closed || inputs.size() != impl_->input_names.size() ||
@@ -474,6 +483,7 @@ std::vector<AtenTensorHandle> Model::run(const std::vector<AtenTensorHandle>& in
 }
 
 std::vector<HostOutput> Model::run_host(const std::vector<HostInput>& inputs) {
+  impl_->require_open();  // before the lock: a close in progress admits no new run
   std::shared_lock<std::shared_mutex> lock(impl_->mutex);
   Impl& m = *impl_;
   CurrentDevice on(*m.target);
@@ -551,9 +561,10 @@ std::vector<HostOutput> Model::run_host(const std::vector<HostInput>& inputs) {
 }
 
 std::vector<std::string> Model::close() {
-  std::unique_lock<std::shared_mutex> lock(impl_->mutex);
-  if (impl_->closed) return {};
-  impl_->closed = true;
+  impl_->closed = true;  // refuses new runs from here on
+  std::unique_lock<std::shared_mutex> lock(impl_->mutex);  // waits for those in flight
+  if (impl_->torn_down) return {};
+  impl_->torn_down = true;
   impl_->leaks = impl_->teardown();
   return impl_->leaks;
 }

@@ -417,10 +417,11 @@ class Model:
         """Delete the model's container, then free what its scope still holds.
 
         Returns the leftovers (leaks; empty for a well-behaved model) and warns
-        with :class:`LeakWarning` when there are any. Idempotent.
+        with :class:`LeakWarning` when there are any. Idempotent. Runs started
+        after close was called are refused (:class:`ModelError`: "... is
+        closed"); close waits only for those already in flight, then returns
+        (a second close waits for the first one's teardown and returns []).
         """
-        if self._core.closed:
-            return []
         leaks = list(self._core.close())
         if leaks:
             warnings.warn(f"{self.name} left {len(leaks)} tensor(s) behind: {leaks}",

@@ -124,7 +124,9 @@ class AOTISHIM_API Model {
 
   // Deletes the container, then empties the model's scope. Returns what was
   // left in it (leaks; empty for a well-behaved model). Idempotent: later
-  // calls return an empty list. Other models are never touched.
+  // calls return an empty list. Other models are never touched. From the
+  // moment it is called new runs are refused ("... is closed"); it waits
+  // only for the runs already in flight.
   std::vector<std::string> close();
   bool closed() const;
 
