@@ -139,10 +139,20 @@ def _dims(shape: Sequence[Any]) -> list[int | str | None]:
 
 
 def _bound(value: Any) -> int | None:
-    """A range bound as an int, or None when unbounded."""
+    """A range bound as an int, or None when unbounded: torch's integer
+    infinities (a Dim without max, Dim.AUTO, Dim.DYNAMIC) and sympy's, which
+    int() does not convert (it raises AttributeError for torch's int_oo)."""
+    import sympy
+    from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
+
+    if value is None or isinstance(value, (IntInfinity, NegativeIntInfinity)):
+        return None
+    if isinstance(value, sympy.Basic) and (value.has(sympy.oo, -sympy.oo, sympy.zoo)
+                                           or not value.is_number):
+        return None
     try:
         return int(value)
-    except (TypeError, OverflowError):  # int_oo / sympy oo
+    except (TypeError, ValueError, OverflowError, AttributeError):
         return None
 
 
