@@ -253,3 +253,24 @@ def test_container_failure_also_carries_aotishims_message(tmp_path, compiled, un
     assert "the fake container refuses to be created" in message
     assert "aotishim:" in message and "aoti_torch_delete_tensor_object" in message
     still_works(compiled)
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_a_model_refuses_to_be_copied_or_pickled(compiled, how):
+    """Before: copy.copy and copy.deepcopy returned a Model sharing the
+    original's container, and dropping the copy closed the original."""
+    import copy
+    import gc
+    import pickle
+
+    c = compiled("mlp")
+    model = aotishim.load(c.so)
+    duplicate = {"copy": copy.copy, "deepcopy": copy.deepcopy,
+                 "pickle": lambda m: pickle.loads(pickle.dumps(m))}[how]
+    with pytest.raises(TypeError, match="cannot be (copied|pickled)"):
+        other = duplicate(model)
+        del other
+        gc.collect()
+    assert not model.closed
+    c.check(model.run(*c.inputs))
+    model.close()

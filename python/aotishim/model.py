@@ -439,6 +439,20 @@ class Model:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # A Model owns its container: a copy would share it, and dropping the
+    # copy (its __del__) would close the original. Nor can one be pickled.
+    def __copy__(self) -> "Model":
+        raise TypeError(f"{self.name} cannot be copied: it owns its loaded model; "
+                        "load the file again for a second one")
+
+    def __deepcopy__(self, memo: dict) -> "Model":
+        raise TypeError(f"{self.name} cannot be copied: it owns its loaded model; "
+                        "load the file again for a second one")
+
+    def __reduce_ex__(self, protocol: object) -> Any:
+        raise TypeError(f"{self.name} cannot be pickled: it is a loaded library in this "
+                        f"process; send its path ({self._source}) and load it there")
+
     def __del__(self) -> None:
         core = getattr(self, "_core", None)
         if core is not None and not core.closed:
