@@ -32,7 +32,7 @@ from . import _core
 from ._dtypes import DTYPES, NUMPY_BY_CODE, NUMPY_CODES, dtype_code, dtype_name, numpy_dtype
 from . import shim
 from .shim import ShimError
-from .spec import ModelSpec, ShapeError, TensorSpec, read_spec
+from .spec import ModelSpec, ShapeError, SpecError, TensorSpec, read_spec
 
 __all__ = ["Model", "DeviceTensor", "ModelError", "ModelInputError", "LeakWarning", "TensorSpec", "load",
            "spec_path", "PACKAGE_MODEL_DIR"]
@@ -65,7 +65,7 @@ def _read_spec(so_path: Path) -> ModelSpec | None:
         return None
     try:
         return read_spec(path)
-    except (ValueError, KeyError, TypeError) as e:
+    except (SpecError, OSError) as e:  # SpecError names the field
         raise ModelError(f"model spec '{path}' is unreadable: {e}") from None
 
 
