@@ -274,3 +274,19 @@ def test_a_model_refuses_to_be_copied_or_pickled(compiled, how):
     assert not model.closed
     c.check(model.run(*c.inputs))
     model.close()
+
+
+def test_another_models_larger_weights_are_refused(compiled, unchanged):
+    """Before: a blob larger than the model's constants only logged a warning
+    and the model ran on the first bytes of another model's weights."""
+    small, large = sorted((compiled("mlp"), compiled("softmax_head")),
+                          key=lambda c: c.so.with_name(c.so.stem + ".weights.blob").stat().st_size)
+    blob = large.so.with_name(large.so.stem + ".weights.blob")
+    expected = small.so.with_name(small.so.stem + ".weights.blob").stat().st_size
+    assert blob.stat().st_size > expected
+    with pytest.raises(aotishim.ModelError,
+                       match=rf"holds {blob.stat().st_size} bytes, more than the {expected} the "
+                             "model expects: it is another model's weights"):
+        aotishim.load(small.so, weights=blob)
+    assert aotishim.memory_stats()["live_tensors"] == 0
+    still_works(compiled)

@@ -277,10 +277,13 @@ void Model::Impl::feed_weights(const std::string& requested) {
                 std::to_string(weights.size()) + " bytes but the model expects " +
                 std::to_string(blob_size));
   }
+  // The container knows the exact size its constants take in the blob (the
+  // sum over its constants, each at its offset): a blob of any other size
+  // was written for another model, whose bytes would be read as this one's.
   if (external && weights.size() > blob_size) {
-    log(LogLevel::Warn, "weights file '" + chosen + "' holds " + std::to_string(weights.size()) +
-                            " bytes, more than the " + std::to_string(blob_size) +
-                            " the model expects; is it another model's?");
+    throw Error("weights file '" + chosen + "' holds " + std::to_string(weights.size()) +
+                " bytes, more than the " + std::to_string(blob_size) +
+                " the model expects: it is another model's weights (pass this model's)");
   }
   ScopeGuard guard(scope);
   clear_last_error();
