@@ -357,7 +357,11 @@ class Model:
         whether the caller's memory is to receive the writes. An input known
         to be written must be writable memory with one element per address;
         one only possibly written gets the writes where it can take them and
-        otherwise runs on a copy, its memory untouched."""
+        otherwise runs on a copy, its memory untouched; off the cpu it runs on
+        a copy, as a device model's numpy inputs always have (writing each
+        back would add a copy from the device to every run)."""
+        if self._mutated[index] is None and self._device != "cpu":
+            return False
         if array is not None:
             if not array.flags.writeable:
                 if self._mutated[index]:

@@ -237,7 +237,7 @@ def read_spec(path: Path) -> ModelSpec:
     except (ValueError, RecursionError) as e:
         raise SpecError(f"not JSON: {e}") from None
     if not isinstance(data, dict):
-        raise SpecError(f"expected a JSON object, found {_type_name(data)}")
+        raise SpecError(f"expected a JSON object, found {type(data).__name__}")
     if data.get("format") not in _READABLE:
         raise SpecError(f"format: unknown format {_short(data.get('format'))}")
     symbols = {str(k): _symbol(str(k), v)
