@@ -19,7 +19,9 @@ reports for expressions. An input's ``mutated`` says whether the model
 writes it in place (torch.export's mutated user inputs); a spec without it
 (older ones) leaves that unknown, and :meth:`aotishim.Model.run` then treats
 the input as possibly written. Format ``aotishim-model-spec/1`` (static shapes, no
-symbols) is still read.
+symbols) is still read. :func:`read_spec` validates every field and bounds the
+file's size, its JSON nesting and its expressions (:class:`SpecError` names
+the field at fault).
 """
 
 from __future__ import annotations
