@@ -83,6 +83,15 @@ class WideElementwise(nn.Module):
         return torch.sin(x) * 3 + torch.cos(x)
 
 
+class CacheUpdate(nn.Module):
+    """Writes its first input in place, as a KV cache is updated: decays it,
+    adds the new entries, and returns a reduction of the updated cache."""
+
+    def forward(self, cache: torch.Tensor, new: torch.Tensor):
+        cache.mul_(0.5).add_(new)
+        return cache.sum(dim=1) * 2
+
+
 _EXTRA = {
     "shared_buffer_weights": (SharedBufferWeights, [(3, 6)]),
     "repeated_output": (RepeatedOutput, [(3, 6)]),
@@ -90,6 +99,7 @@ _EXTRA = {
     "alias_input": (AliasInput, [(4, 4)]),
     "two_inputs": (TwoInputs, [(4, 5), (4, 5)]),
     "wide_elementwise": (WideElementwise, [(256, 4096)]),
+    "cache_update": (CacheUpdate, [(6, 8), (6, 8)]),
 }
 
 

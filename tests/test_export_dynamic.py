@@ -217,3 +217,35 @@ def test_cache_key_covers_what_each_submodule_computes():
     freq.inv_freq.mul_(2)
     keys = {key(m) for m in [base, *variants, eps, freq]}
     assert len(keys) == 6
+
+
+class Scale(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x) * 3
+
+
+@pytest.mark.parametrize("kind", ["Dim", "Dim min=2", "Dim.AUTO", "Dim.DYNAMIC"])
+def test_unbounded_dimension_compiles_and_runs(model_cache, kind):
+    """Before: every one raised AttributeError: 'Infinity' object has no
+    attribute '_mpf_' from export._bound (torch's int_oo has no int())."""
+    from torch.export import Dim
+
+    from aotishim import export
+
+    dim = {"Dim": Dim("m"), "Dim min=2": Dim("m", min=2), "Dim.AUTO": Dim.AUTO,
+           "Dim.DYNAMIC": Dim.DYNAMIC}[kind]
+    example = torch.randn(4, 3)
+    name = "unbounded_" + kind.replace(" min=2", "_min2").replace("Dim.", "")
+    so = export.compile_cached(Scale(), (example,), model_cache, name=name,
+                               dynamic_shapes=({0: dim},))
+    spec = json.loads(spec_path(so).read_text())
+    ((sym, info),) = spec["symbols"].items()
+    assert info["max"] is None and info["min"] in (0, 2), info
+    assert spec["inputs"][0]["shape"] == [sym, 3]
+    with aotishim.load(so) as model:
+        assert "inf]" in model.spec.symbols[sym].describe()
+        for rows in (2, 5, 300):
+            x = rand(rows, 3, seed=rows)
+            (got,) = model.run(x)
+            want = (torch.tanh(torch.from_numpy(x)) * 3).numpy()
+            check_close([got], [want])

@@ -86,7 +86,7 @@ def test_run_reports_bad_input_clearly(compiled, tmp_path):
     x = tmp_path / "x.npy"
     np.save(x, np.zeros((2, 2), np.float32))
     r = cli("run", str(c.so), "--input", str(x))
-    assert r.returncode == 1
+    assert r.returncode == 2
     assert "error:" in r.stderr and "the model expects [5, 8]" in r.stderr
     assert "Traceback" not in r.stderr
 
@@ -128,7 +128,7 @@ def test_compile_saved_program_with_dynamic_dimension(tmp_path, model_cache):
 def test_compile_refuses_what_is_no_saved_program(tmp_path, compiled):
     c = compiled("mlp")
     r = cli("compile", str(c.so))
-    assert r.returncode == 1 and "not a .pt2 archive" in r.stderr
+    assert r.returncode == 2 and "not a .pt2 archive" in r.stderr
     assert "Traceback" not in r.stderr
     r = cli("compile", str(tmp_path / "missing.pt2"))
     assert r.returncode == 2 and "no such program file" in r.stderr
@@ -138,6 +138,106 @@ def test_compile_refuses_what_is_no_saved_program(tmp_path, compiled):
     with zipfile.ZipFile(package, "w") as archive:
         archive.writestr("package/data/aotinductor/model/x.wrapper.so", b"")
     r = cli("compile", str(package))
-    assert r.returncode == 1 and "is an AOTInductor package" in r.stderr
+    assert r.returncode == 2 and "is an AOTInductor package" in r.stderr
     r = cli("compile", str(tmp_path / "missing.pt2"), "--name", "bad name")
     assert r.returncode == 2
+
+
+def one_line_error(r: subprocess.CompletedProcess, status: int = 2) -> str:
+    """The single error line of a refused command (and that it is one)."""
+    assert r.returncode == status, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    return lines[0]
+
+
+def bad_files(c, tmp_path: Path) -> dict[str, list[str]]:
+    """Command lines naming a bad argument or file, each run against model `c`."""
+    import json
+    import shutil
+
+    not_model = tmp_path / "notes.so"
+    not_model.write_text("not a library")
+    spec_dir = tmp_path / "badspec"
+    spec_dir.mkdir()
+    for suffix in (".so", ".weights.blob"):
+        shutil.copy(c.so.with_name(c.so.stem + suffix), spec_dir / f"m{suffix}")
+    (spec_dir / "m.spec.json").write_text(json.dumps({"format": "aotishim-model-spec/2",
+                                                      "symbols": []}))
+    garbage = tmp_path / "garbage.npy"
+    garbage.write_bytes(b"\x93NUMPY but not really")
+    archive = tmp_path / "two.npz"
+    np.savez(archive, a=np.zeros(3), b=np.ones(3))
+    pickled = tmp_path / "objects.npy"
+    np.save(pickled, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    so = str(c.so)
+    return {
+        "missing model": ["run", str(tmp_path / "missing.so")],
+        "not a model": ["run", str(not_model)],
+        "bad spec": ["run", str(spec_dir / "m.so")],
+        "info of a bad spec": ["info", str(spec_dir / "m.so")],
+        "missing input": ["run", so, "--input", str(tmp_path / "missing.npy")],
+        "garbage input": ["run", so, "--input", str(garbage)],
+        "npz input": ["run", so, "--input", str(archive)],
+        "pickled input": ["run", so, "--input", str(pickled)],
+        "directory input": ["run", so, "--input", str(tmp_path)],
+        "repeat 0": ["run", so, "--repeat", "0"],
+        "repeat abc": ["run", so, "--repeat", "abc"],
+        "bad device": ["run", so, "--device", "tpu:9"],
+        "missing weights": ["run", so, "--weights", str(tmp_path / "missing.blob")],
+        "save into a file": ["run", so, "--save", str(a_file)],
+        "unknown option": ["run", so, "--frobnicate"],
+        "info bad device": ["info", so, "--device", "cpu:3"],
+        "demo loads -1": ["demo", "--loads", "-1"],
+        "demo tolerance nan": ["demo", "--tolerance", "nan"],
+    }
+
+
+BAD_CASES = ["missing model", "not a model", "bad spec", "info of a bad spec", "missing input",
+             "garbage input", "npz input", "pickled input", "directory input", "repeat 0",
+             "repeat abc", "bad device", "missing weights", "save into a file", "unknown option",
+             "info bad device", "demo loads -1", "demo tolerance nan"]
+
+
+@pytest.mark.parametrize("case", BAD_CASES)
+def test_bad_arguments_and_files_are_one_line_errors_with_status_2(compiled, tmp_path, case):
+    """Before: tracebacks (np.load of a missing or bad file, --save into a
+    file), status 1 for refused models, specs and devices, and --repeat 0
+    or demo --loads -1 accepted."""
+    c = compiled("mlp")
+    cases = bad_files(c, tmp_path)
+    assert sorted(cases) == sorted(BAD_CASES)
+    one_line_error(cli(*cases[case]))
+
+
+def test_compile_refusals_are_one_line_errors(tmp_path, compiled):
+    c = compiled("mlp")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    for args in (["compile", str(c.so)], ["compile", str(tmp_path / "missing.pt2")],
+                 ["compile", str(c.so), "--out", str(a_file)]):
+        one_line_error(cli(*args))
+
+
+def test_compile_cli_with_an_unbounded_dimension(tmp_path):
+    """Before: a traceback ending in AttributeError: 'Infinity' object has no
+    attribute '_mpf_'."""
+    torch = pytest.importorskip("torch")
+    from torch.export import Dim
+
+    class Twice(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    program = tmp_path / "twice.pt2"
+    torch.export.save(torch.export.export(Twice(), (torch.randn(4, 3),),
+                                          dynamic_shapes=({0: Dim("rows")},)), str(program))
+    r = cli("compile", str(program), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ", inf]" in r.stdout
+    with aotishim.load(tmp_path / "out" / "twice.so") as model:
+        (y,) = model(np.ones((7, 3), np.float32))
+        np.testing.assert_array_equal(y, np.full((7, 3), 2, np.float32))

@@ -253,3 +253,40 @@ def test_container_failure_also_carries_aotishims_message(tmp_path, compiled, un
     assert "the fake container refuses to be created" in message
     assert "aotishim:" in message and "aoti_torch_delete_tensor_object" in message
     still_works(compiled)
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
+def test_a_model_refuses_to_be_copied_or_pickled(compiled, how):
+    """Before: copy.copy and copy.deepcopy returned a Model sharing the
+    original's container, and dropping the copy closed the original."""
+    import copy
+    import gc
+    import pickle
+
+    c = compiled("mlp")
+    model = aotishim.load(c.so)
+    duplicate = {"copy": copy.copy, "deepcopy": copy.deepcopy,
+                 "pickle": lambda m: pickle.loads(pickle.dumps(m))}[how]
+    with pytest.raises(TypeError, match="cannot be (copied|pickled)"):
+        other = duplicate(model)
+        del other
+        gc.collect()
+    assert not model.closed
+    c.check(model.run(*c.inputs))
+    model.close()
+
+
+def test_another_models_larger_weights_are_refused(compiled, unchanged):
+    """Before: a blob larger than the model's constants only logged a warning
+    and the model ran on the first bytes of another model's weights."""
+    small, large = sorted((compiled("mlp"), compiled("softmax_head")),
+                          key=lambda c: c.so.with_name(c.so.stem + ".weights.blob").stat().st_size)
+    blob = large.so.with_name(large.so.stem + ".weights.blob")
+    expected = small.so.with_name(small.so.stem + ".weights.blob").stat().st_size
+    assert blob.stat().st_size > expected
+    with pytest.raises(aotishim.ModelError,
+                       match=rf"holds {blob.stat().st_size} bytes, more than the {expected} the "
+                             "model expects: it is another model's weights"):
+        aotishim.load(small.so, weights=blob)
+    assert aotishim.memory_stats()["live_tensors"] == 0
+    still_works(compiled)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import aotishim
 
 PACKAGE_PARENT = Path(aotishim.__file__).resolve().parents[1]
@@ -16,6 +18,8 @@ PACKAGE_PARENT = Path(aotishim.__file__).resolve().parents[1]
 PROBE = """
 import ctypes, os, sys
 import numpy as np
+import pytest
+
 import aotishim
 import scipy_openblas32  # after aotishim: importing it loads the library
 libc = ctypes.CDLL(None)
@@ -65,6 +69,8 @@ def test_a_chosen_openmp_policy_is_left_alone(compiled):
 CLOSE_RACE = """
 import sys, threading, warnings
 import numpy as np
+import pytest
+
 import aotishim
 from aotishim import _core, shim
 warnings.simplefilter("ignore")
@@ -89,3 +95,47 @@ def test_closed_never_waits_for_a_close_that_needs_the_gil(compiled):
     except subprocess.TimeoutExpired:
         raise AssertionError("deadlock: Model.closed waited for a close that needed the GIL")
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_close_refuses_new_runs_and_waits_only_for_those_in_flight(compiled):
+    """Before: close() waited until the workers stopped on their own (about
+    6 s here): runs share a lock that admits new readers while a writer
+    waits, so a stream of runs starved the close. Now close marks the model
+    closed first, new runs are refused at once and close waits only for the
+    runs in flight (each a few ms)."""
+    import threading
+    import time
+
+    c = compiled("wide_elementwise")
+    model = aotishim.load(c.so)
+    x = c.inputs[0]
+    model.run(x)
+    give_up = time.monotonic() + 6  # workers stop by themselves: the old code returns, late
+    refused: list[str] = []
+    unexpected: list[BaseException] = []
+
+    def hammer() -> None:
+        while time.monotonic() < give_up:
+            try:
+                model.run(x)
+            except aotishim.ModelError as e:
+                refused.append(str(e))
+                return
+            except BaseException as e:  # noqa: BLE001 - reported below
+                unexpected.append(e)
+                return
+
+    threads = [threading.Thread(target=hammer) for _ in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    started = time.perf_counter()
+    assert model.close() == []
+    took = time.perf_counter() - started
+    for t in threads:
+        t.join()
+    assert not unexpected, unexpected
+    assert took < 2, f"close took {took:.2f} s while runs kept coming"
+    assert refused and all("is closed" in r for r in refused), refused[:3]
+    with pytest.raises(aotishim.ModelError, match="is closed"):
+        model.run(x)

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <tuple>
 
 #include "aotishim/runner.h"
 #include "aotishim/runtime.h"
@@ -36,10 +37,11 @@ py::tuple host_output(std::vector<uint8_t>&& bytes, const std::vector<int64_t>& 
   return py::make_tuple(owning_bytes(std::move(bytes)), std::move(shape), dtype);
 }
 
-HostInput host_input(const py::array& array, int32_t dtype) {
+HostInput host_input(const py::array& array, int32_t dtype, bool writable) {
   HostInput in;
   in.data = array.data();
   in.dtype = dtype;
+  in.writable = writable && array.writeable();  // read-only memory is never written
   const auto itemsize = static_cast<py::ssize_t>(array.itemsize());
   for (py::ssize_t d = 0; d < array.ndim(); ++d) {
     in.sizes.push_back(array.shape(d));
@@ -68,10 +70,12 @@ void bind_model(py::module_& m) {
           py::arg("cuda_graphs") = false)
       .def(
           "run_host",
-          [](Model& self, const std::vector<std::pair<py::array, int32_t>>& arrays) {
+          [](Model& self, const std::vector<std::tuple<py::array, int32_t, bool>>& arrays) {
             std::vector<HostInput> inputs;
             inputs.reserve(arrays.size());
-            for (const auto& [array, dtype] : arrays) inputs.push_back(host_input(array, dtype));
+            for (const auto& [array, dtype, writable] : arrays) {
+              inputs.push_back(host_input(array, dtype, writable));
+            }
             // The arrays stay referenced by `arrays` while the GIL is released.
             std::vector<HostOutput> outputs = without_gil([&] { return self.run_host(inputs); });
             py::list result;
@@ -85,7 +89,9 @@ void bind_model(py::module_& m) {
             return result;
           },
           py::arg("inputs"),
-          "Runs on (array, dtype code) pairs; returns (bytes, sizes, dtype code) or None per output.")
+          "Runs on (array, dtype code, writable) triples (HostInput.writable: the model may write "
+          "the array, which then sees its in-place writes); returns (bytes, sizes, dtype code) "
+          "or None per output.")
       .def(
           "run_handles",
           [](Model& self, const std::vector<uintptr_t>& inputs) {

@@ -47,10 +47,14 @@ struct Model::Impl {
   std::vector<const void*> constant_ptrs;
   // Runs share the model; close() waits for them and excludes new ones.
   mutable std::shared_mutex mutex;
-  // Written under `mutex`, read without it: a caller holding another lock
-  // (Python's GIL) must never wait for a close, whose teardown may need that
-  // lock (dropping a Python array a tensor borrowed).
+  // Set first thing by close(), before it waits for `mutex`: runs check it
+  // before and after taking their shared lock, so none is admitted once a
+  // close has begun (a reader-preferring lock would otherwise let a stream
+  // of new runs starve the close). Read without the lock: a caller holding
+  // another lock (Python's GIL) must never wait for a close, whose teardown
+  // may need that lock (dropping a Python array a tensor borrowed).
   std::atomic<bool> closed{false};
+  bool torn_down = false;  // under `mutex`
   // Loaded with cuda_graphs (fixed at load): every run goes through
   // `graphs` (until close), serialized by graph_mutex, and the container
   // runs single-threaded.
@@ -273,10 +277,13 @@ void Model::Impl::feed_weights(const std::string& requested) {
                 std::to_string(weights.size()) + " bytes but the model expects " +
                 std::to_string(blob_size));
   }
+  // The container knows the exact size its constants take in the blob (the
+  // sum over its constants, each at its offset): a blob of any other size
+  // was written for another model, whose bytes would be read as this one's.
   if (external && weights.size() > blob_size) {
-    log(LogLevel::Warn, "weights file '" + chosen + "' holds " + std::to_string(weights.size()) +
-                            " bytes, more than the " + std::to_string(blob_size) +
-                            " the model expects; is it another model's?");
+    throw Error("weights file '" + chosen + "' holds " + std::to_string(weights.size()) +
+                " bytes, more than the " + std::to_string(blob_size) +
+                " the model expects: it is another model's weights (pass this model's)");
   }
   ScopeGuard guard(scope);
   clear_last_error();
@@ -435,6 +442,7 @@ std::unique_ptr<Model> Model::load(const std::string& requested_path,
     m.record_constant_ptrs();
   } catch (...) {
     m.closed = true;
+    m.torn_down = true;
     m.teardown();  // a failed load leaves nothing behind
     throw;
   }
@@ -442,6 +450,10 @@ std::unique_ptr<Model> Model::load(const std::string& requested_path,
 }
 
 std::vector<AtenTensorHandle> Model::run(const std::vector<AtenTensorHandle>& inputs) {
+  if (impl_->closed) {
+    consume(inputs);  // consumed on every path
+    impl_->require_open();
+  }
   std::shared_lock<std::shared_mutex> lock(impl_->mutex);
   CurrentDevice on(*impl_->target);
   if (impl_->closed || inputs.size() != impl_->input_names.size() ||
@@ -474,6 +486,7 @@ std::vector<AtenTensorHandle> Model::run(const std::vector<AtenTensorHandle>& in
 }
 
 std::vector<HostOutput> Model::run_host(const std::vector<HostInput>& inputs) {
+  impl_->require_open();  // before the lock: a close in progress admits no new run
   std::shared_lock<std::shared_mutex> lock(impl_->mutex);
   Impl& m = *impl_;
   CurrentDevice on(*m.target);
@@ -484,25 +497,55 @@ std::vector<HostOutput> Model::run_host(const std::vector<HostInput>& inputs) {
                 " input(s), got " + std::to_string(inputs.size()));
   }
   std::vector<AtenTensorHandle> handles;
+  // For writable inputs run on a copy: the caller's buffer (a view in its
+  // own strides) and a second handle to the copy, which the model's run
+  // consumes; the copy goes back into the buffer once the run succeeded.
+  std::vector<std::pair<AtenTensorHandle, AtenTensorHandle>> write_back;
+  auto drop_write_back = [&] {
+    for (auto& [dst, copy] : write_back) {
+      delete_if_live(dst);
+      delete_if_live(copy);
+    }
+    write_back.clear();
+  };
   {
     ScopeGuard guard(m.scope);
     try {
       for (const HostInput& in : inputs) {
-        if (m.device == "cpu" && is_contiguous(in.sizes, in.strides)) {
-          // Borrowed: the caller's buffer outlives the run. Empty strides
-          // mean packed, which is what the model checks for.
+        if (in.writable && m.device == "cpu" && is_contiguous(in.sizes, in.strides)) {
+          // Borrowed: the caller's buffer outlives the run, and the model
+          // may write it. Empty strides mean packed, which the model checks.
           handles.push_back(borrow_host_memory(const_cast<void*>(in.data), in.sizes, {},
                                                in.dtype, nullptr));
-        } else {
-          handles.push_back(copy_from_host(in.data, in.sizes, in.strides, in.dtype, m.device));
+          continue;
+        }
+        // A read-only buffer is never handed to the model: it may write its
+        // inputs in place (a crash on read-only pages, a changed constant).
+        handles.push_back(copy_from_host(in.data, in.sizes, in.strides, in.dtype, m.device));
+        if (in.writable) {
+          AtenTensorHandle copy = nullptr;
+          check(aoti_torch_new_tensor_handle(handles.back(), &copy));
+          write_back.emplace_back(nullptr, copy);
+          write_back.back().first = borrow_host_memory(const_cast<void*>(in.data), in.sizes,
+                                                       in.strides, in.dtype, nullptr);
         }
       }
     } catch (...) {
       for (AtenTensorHandle h : handles) delete_if_live(h);
+      drop_write_back();
       throw;
     }
   }
-  std::vector<AtenTensorHandle> slots = m.invoke(handles);
+  std::vector<AtenTensorHandle> slots;
+  try {
+    slots = m.invoke(handles);
+    for (auto& [dst, copy] : write_back) check(aoti_torch_copy_(dst, copy, 0));
+  } catch (...) {
+    if (!slots.empty()) release_outputs(slots.data(), slots.size(), nullptr);
+    drop_write_back();
+    throw;
+  }
+  drop_write_back();
 
   std::vector<HostOutput> results(slots.size());
   release_outputs(slots.data(), slots.size(), [&](size_t i, AtenTensorHandle h) {
@@ -521,9 +564,10 @@ std::vector<HostOutput> Model::run_host(const std::vector<HostInput>& inputs) {
 }
 
 std::vector<std::string> Model::close() {
-  std::unique_lock<std::shared_mutex> lock(impl_->mutex);
-  if (impl_->closed) return {};
-  impl_->closed = true;
+  impl_->closed = true;  // refuses new runs from here on
+  std::unique_lock<std::shared_mutex> lock(impl_->mutex);  // waits for those in flight
+  if (impl_->torn_down) return {};
+  impl_->torn_down = true;
   impl_->leaks = impl_->teardown();
   return impl_->leaks;
 }

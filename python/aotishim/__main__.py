@@ -4,6 +4,11 @@
     python -m aotishim compile PROGRAM.pt2 [--device D] [--out DIR] [--name N]
     python -m aotishim run MODEL [--input x.npy ...] [--device D] [--repeat N]
     python -m aotishim info MODEL              # inputs, outputs, constants, shims needed/missing
+
+Errors are one line on stderr. Exit status: 0 done; 1 the model (or a
+compile) failed, or info found it cannot run; 2 a bad argument or file (a
+missing or unreadable file, not a model, a bad spec, a bad input file, an
+option value out of range, inputs the model does not take).
 """
 
 from __future__ import annotations
@@ -23,8 +28,73 @@ import numpy as np
 import aotishim
 from aotishim import _core
 from aotishim._shapes import range_text, spec_text
-from aotishim.model import PACKAGE_MODEL_DIR, Model, ModelError, extract_package, spec_path
+from aotishim.model import (PACKAGE_MODEL_DIR, Model, ModelError, ModelInputError,
+                            extract_package, spec_path)
 from aotishim.spec import ModelSpec, read_spec
+
+
+class UsageError(Exception):
+    """A bad argument or file: reported on one line, exit status 2."""
+
+
+def _one_line(message: object) -> str:
+    return "; ".join(line.strip() for line in str(message).splitlines() if line.strip())
+
+
+def _load(path: str, **kwargs) -> Model:
+    """aotishim.load, its refusals (no such file, not a model, a bad spec or
+    device, missing shims or weights) reported as bad arguments."""
+    try:
+        return aotishim.load(path, **kwargs)
+    except ModelError as e:
+        raise UsageError(str(e)) from None
+
+
+def _read_input(path: str) -> np.ndarray:
+    """One --input file: a .npy array (never a pickle)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(6)
+        if head != b"\x93NUMPY" and not head.startswith(b"PK"):
+            raise UsageError(f"input file '{path}' is not a .npy file (made by numpy.save)")
+        value = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise UsageError(f"no such input file: '{path}'") from None
+    except IsADirectoryError:
+        raise UsageError(f"input file '{path}' is a directory") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise UsageError(f"input file '{path}' is not a readable .npy array: {e}") from None
+    if not isinstance(value, np.ndarray):
+        value.close()
+        raise UsageError(f"input file '{path}' is a .npz archive; pass one .npy file per input")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (status 2, as argparse's own)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {_one_line(message)} (see --help)\n")
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -59,8 +129,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     names = args.models.split(",") if args.models else list(zoo.MODELS)
     unknown = [n for n in names if n not in zoo.MODELS]
     if unknown:
-        print(f"unknown model(s) {unknown}; choose from {', '.join(zoo.MODELS)}", file=sys.stderr)
-        return 2
+        raise UsageError(f"unknown model(s) {unknown}; choose from {', '.join(zoo.MODELS)}")
     import torch
 
     from aotishim import export
@@ -126,35 +195,38 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_compile(args: argparse.Namespace) -> int:
     program = Path(args.program)
     if not program.is_file():
-        print(f"no such program file: {program}", file=sys.stderr)
-        return 2
+        raise UsageError(f"no such program file: {program}")
     name = args.name or program.stem
     out = Path(args.out) if args.out else program.parent
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out '{out}' is a file, not a folder")
     # Refuse what is plainly no saved program before torch logs its own attempts.
     if not zipfile.is_zipfile(program):
-        print(f"error: '{program}' is not a program saved with torch.export.save "
-              "(not a .pt2 archive)", file=sys.stderr)
-        return 1
+        raise UsageError(f"'{program}' is not a program saved with torch.export.save "
+                         "(not a .pt2 archive)")
     if _is_aoti_package(program):
-        print(f"error: '{program}' is an AOTInductor package, compiled already; run it with "
-              "'python -m aotishim run', or compile the program saved with torch.export.save",
-              file=sys.stderr)
-        return 1
+        raise UsageError(f"'{program}' is an AOTInductor package, compiled already; run it "
+                         "with 'python -m aotishim run', or compile the program saved with "
+                         "torch.export.save")
     import torch  # compiling needs torch; running the result does not
 
     from aotishim import export
 
     try:
+        export._check_name_and_device(name, args.device)  # before the slow load
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    try:
         ep = torch.export.load(str(program))
     except Exception as e:  # torch raises many types for a file that is not a saved program
-        print(f"error: '{program}' is not a program saved with torch.export.save: "
-              f"{type(e).__name__}: {e}", file=sys.stderr)
-        return 1
+        raise UsageError(f"'{program}' is not a program saved with torch.export.save: "
+                         f"{type(e).__name__}: {e}") from None
     try:
         so = export.compile_exported(ep, out, name=name, device=args.device)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    except Exception as e:  # torch's compile errors are many types; one line each
+        print(f"error: compiling '{program}' failed: {type(e).__name__}: {_one_line(e)}",
+              file=sys.stderr)
+        return 1
     files = [p.name for p in (so, so.with_suffix(".weights.blob"), spec_path(so)) if p.exists()]
     print(f"compiled {program} for {args.device}: {', '.join(files)} in {so.parent}")
     spec = read_spec(spec_path(so))
@@ -213,14 +285,25 @@ def _summary(a: np.ndarray) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    with aotishim.load(args.model, weights=args.weights, device=args.device,
-                       cuda_graphs=args.cuda_graphs) as model:
-        inputs = [np.load(p) for p in args.input] if args.input else _random_inputs(model)
+    out_dir = Path(args.save) if args.save else None
+    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--save '{out_dir}' is a file, not a folder")
+    inputs = [_read_input(p) for p in args.input]  # before the model: a bad file costs no load
+    with _load(args.model, weights=args.weights, device=args.device,
+               cuda_graphs=args.cuda_graphs) as model:
+        if not inputs:
+            try:
+                inputs = _random_inputs(model)
+            except ModelError as e:
+                raise UsageError(str(e)) from None
         times = []
         outputs: tuple = ()
-        for _ in range(max(args.repeat, 1)):
+        for _ in range(args.repeat):
             started = time.perf_counter()
-            outputs = model(*inputs)
+            try:
+                outputs = model(*inputs)
+            except ModelInputError as e:
+                raise UsageError(str(e)) from None
             times.append(time.perf_counter() - started)
         names = model.output_names
         print(f"{model.name} on {model.device}: {len(inputs)} input(s), {len(outputs)} output(s)")
@@ -235,12 +318,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         ms = np.array(times) * 1e3
         print(f"\n{len(times)} run(s): first {ms[0]:.3f} ms, mean {ms.mean():.3f} ms, "
               f"min {ms.min():.3f} ms")
-        if args.save:
-            out_dir = Path(args.save)
-            out_dir.mkdir(parents=True, exist_ok=True)
-            for i, o in enumerate(outputs):
-                if o is not None:
-                    np.save(out_dir / f"output{i}.npy", o)
+        if out_dir is not None:
+            try:
+                out_dir.mkdir(parents=True, exist_ok=True)
+                for i, o in enumerate(outputs):
+                    if o is not None:
+                        np.save(out_dir / f"output{i}.npy", o)
+            except OSError as e:
+                raise UsageError(f"cannot save the outputs in '{out_dir}': {e}") from None
             print(f"outputs saved in {out_dir}")
         for g in model.graphs:
             state = "recorded" if g["recorded"] else f"not recorded: {g['reason']}"
@@ -252,8 +337,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     path = Path(args.model)
     if not path.is_file():
-        print(f"no such model file: {path}", file=sys.stderr)
-        return 2
+        raise UsageError(f"no such model file: {path}")
     tmp = None
     try:
         so = path
@@ -262,7 +346,10 @@ def cmd_info(args: argparse.Namespace) -> int:
             so = Path(tmp) / "model.so"
             with zipfile.ZipFile(path) as archive:
                 extract_package(archive, so)
-        report = _core.inspect_library(str(so))
+        try:
+            report = _core.inspect_library(str(so))
+        except aotishim.ShimError as e:
+            raise UsageError(str(e)) from None
         print(f"model:   {path}")
         print(f"library: {'an AOTInductor model' if report['is_model'] else 'NOT an AOTInductor model'}")
         needed, missing = report["needed_shims"], set(report["missing_shims"])
@@ -271,7 +358,7 @@ def cmd_info(args: argparse.Namespace) -> int:
             print(f"  {'MISSING ' if name in missing else '        '}{name}")
         if not report["is_model"] or missing:
             return 1
-        with aotishim.load(path, weights=args.weights, device=args.device) as model:
+        with _load(str(path), weights=args.weights, device=args.device) as model:
             specs = model.input_specs
             print(f"inputs:  {len(model.input_names)}")
             for i, n in enumerate(model.input_names):
@@ -288,25 +375,25 @@ def cmd_info(args: argparse.Namespace) -> int:
             for n in model.constant_names:
                 print(f"  {n}")
         return 0
-    except (aotishim.ShimError, zipfile.BadZipFile) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+    except (aotishim.ShimError, zipfile.BadZipFile) as e:  # an unreadable package
+        raise UsageError(str(e)) from None
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m aotishim",
+    parser = _Parser(prog="python -m aotishim",
                                      description="Run AOTInductor-compiled models without libtorch.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="export small models, run them, compare with eager")
     demo.add_argument("--models", help=f"comma-separated subset (default: all)")
-    demo.add_argument("--loads", type=int, default=3, help="load/run/close rounds (default 3)")
+    demo.add_argument("--loads", type=_positive_int, default=3,
+                      help="load/run/close rounds (default 3)")
     demo.add_argument("--device", help="default: the best available ('cuda:0' or 'cpu')")
     demo.add_argument("--cache-dir", help=f"compiled models (default {_default_cache()})")
-    demo.add_argument("--tolerance", type=float, default=1e-4, help="max abs error allowed")
+    demo.add_argument("--tolerance", type=_tolerance, default=1e-4, help="max abs error allowed")
     demo.set_defaults(fn=cmd_demo)
 
     run = sub.add_parser("run", help="run a model and summarise its outputs and timing")
@@ -315,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      help="one per model input, in order (default: random, from the spec)")
     run.add_argument("--weights", help="weights blob (default: beside the .so)")
     run.add_argument("--device", default="cpu")
-    run.add_argument("--repeat", type=int, default=1)
+    run.add_argument("--repeat", type=_positive_int, default=1)
     run.add_argument("--cuda-graphs", action="store_true",
                      help="record the run as a CUDA graph and replay it (cuda models)")
     run.add_argument("--save", metavar="DIR", help="save outputs as DIR/output<i>.npy")
@@ -338,8 +425,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.fn(args)
-    except aotishim.ShimError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except UsageError as e:
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except aotishim.ShimError as e:  # the model failed while running
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - a command line reports, it does not dump a stack
+        print(f"error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1
 
 

@@ -25,10 +25,19 @@ class ShapeError(ValueError):
     """Input shapes outside what the spec allows (the message says why)."""
 
 
+# Bounds on a dimension expression, checked before it is parsed: torch.export's
+# are a few terms, and a long or deeply nested one would exhaust the
+# recursion of parsing and evaluating it.
+MAX_EXPR_CHARS = 1000
+MAX_EXPR_DEPTH = 64
+
+
 class Expr:
     """An integer expression over symbols: literals, names, + - * // % and
     unary minus, parentheses, and calls of ``Max``, ``Min``, ``Mod``,
-    ``PythonMod`` and ``FloorDiv``: how sympy prints what torch.export reports."""
+    ``PythonMod`` and ``FloorDiv``: how sympy prints what torch.export reports.
+    At most :data:`MAX_EXPR_CHARS` characters and :data:`MAX_EXPR_DEPTH`
+    levels of nesting; a divisor that is the literal 0 is refused."""
 
     _BINARY: dict[type, Callable[[int, int], int]] = {
         ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -41,10 +50,19 @@ class Expr:
 
     def __init__(self, text: str) -> None:
         self.text = text.strip()
+        if len(self.text) > MAX_EXPR_CHARS:
+            raise ValueError(f"dimension expression of {len(self.text)} characters is longer "
+                             f"than the {MAX_EXPR_CHARS} allowed")
+        if _nesting(self.text) > MAX_EXPR_DEPTH:
+            raise ValueError(f"dimension expression {self.text[:40]!r}... nests deeper than "
+                             f"{MAX_EXPR_DEPTH} levels")
         try:
             tree = ast.parse(self.text, mode="eval").body
-        except SyntaxError:
+        except (SyntaxError, RecursionError, MemoryError):
             raise ValueError(f"cannot read the dimension expression {text!r}") from None
+        if _depth(tree) > MAX_EXPR_DEPTH:
+            raise ValueError(f"dimension expression {self.text[:40]!r}... nests deeper than "
+                             f"{MAX_EXPR_DEPTH} levels")
         names: set[str] = set()
         self._validate(tree, names)
         self._tree = tree
@@ -59,6 +77,8 @@ class Expr:
         if isinstance(node, ast.BinOp) and type(node.op) in self._BINARY:
             self._validate(node.left, names)
             self._validate(node.right, names)
+            if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and _is_zero(node.right):
+                raise ValueError(f"dimension expression {self.text!r} divides by zero")
             return
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             self._validate(node.operand, names)
@@ -67,6 +87,10 @@ class Expr:
                 and node.func.id in self._CALLS and not node.keywords and node.args):
             for a in node.args:
                 self._validate(a, names)
+            if (node.func.id in ("Mod", "PythonMod", "FloorDiv")
+                    and (len(node.args) != 2 or _is_zero(node.args[1]))):
+                raise ValueError(f"dimension expression {self.text!r}: {node.func.id} takes "
+                                 "two arguments, the second not zero")
             return
         raise ValueError(f"unsupported dimension expression {self.text!r}")
 
@@ -75,8 +99,14 @@ class Expr:
         return isinstance(self._tree, ast.Name)
 
     def evaluate(self, values: Mapping[str, int]) -> int:
-        """The value for ``values`` (every symbol of the expression bound)."""
-        return self._eval(self._tree, values)
+        """The value for ``values`` (every symbol of the expression bound).
+        Raises :class:`ShapeError` when it divides by zero for these values."""
+        try:
+            return self._eval(self._tree, values)
+        except ZeroDivisionError:
+            raise ShapeError(f"{self.text} divides by zero for "
+                             f"{', '.join(f'{k} = {values[k]}' for k in sorted(self.symbols))}"
+                             ) from None
 
     def _eval(self, node: ast.AST, values: Mapping[str, int]) -> int:
         if isinstance(node, ast.Constant):
@@ -104,7 +134,7 @@ class Expr:
             a = at(1) - b
             if a == 0 or at(2) != 2 * a + b or at(-3) != -3 * a + b:
                 return None
-        except ZeroDivisionError:
+        except ShapeError:  # divides by zero at one of the probes: not linear
             return None
         q, r = divmod(target - b, a)
         return q if r == 0 and at(q) == target else None
@@ -120,6 +150,32 @@ class Expr:
 
     def __hash__(self) -> int:
         return hash(self.text)
+
+
+def _nesting(text: str) -> int:
+    """The deepest parenthesis nesting of ``text`` (checked before parsing)."""
+    depth = deepest = 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth -= 1
+    return deepest
+
+
+def _depth(tree: ast.AST) -> int:
+    """The depth of an expression tree, found without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def _is_zero(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == 0
 
 
 @dataclass(frozen=True)

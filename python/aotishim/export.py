@@ -139,10 +139,20 @@ def _dims(shape: Sequence[Any]) -> list[int | str | None]:
 
 
 def _bound(value: Any) -> int | None:
-    """A range bound as an int, or None when unbounded."""
+    """A range bound as an int, or None when unbounded: torch's integer
+    infinities (a Dim without max, Dim.AUTO, Dim.DYNAMIC) and sympy's, which
+    int() does not convert (it raises AttributeError for torch's int_oo)."""
+    import sympy
+    from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
+
+    if value is None or isinstance(value, (IntInfinity, NegativeIntInfinity)):
+        return None
+    if isinstance(value, sympy.Basic) and (value.has(sympy.oo, -sympy.oo, sympy.zoo)
+                                           or not value.is_number):
+        return None
     try:
         return int(value)
-    except (TypeError, OverflowError):  # int_oo / sympy oo
+    except (TypeError, ValueError, OverflowError, AttributeError):
         return None
 
 
@@ -164,6 +174,24 @@ def _symbol_names(ep: "torch.export.ExportedProgram", nodes: Sequence[Any]) -> d
     return names
 
 
+def _mutated_inputs(ep: "torch.export.ExportedProgram") -> set[str]:
+    """The user inputs the program writes in place: the compiled model writes
+    the caller's memory of those, which Model.run must hand it writable (or
+    refuse). A program in torch.export's default (training) IR keeps in-place
+    ops as they are and its signature lists no mutation; functionalizing it,
+    as the compile does, turns each into a recorded input mutation."""
+    names = set(ep.graph_signature.user_inputs_to_mutate.values())
+    if names:
+        return names
+    mutating = any(getattr(getattr(n.target, "_schema", None), "is_mutable", False)
+                   for n in ep.graph.nodes if n.op == "call_function")
+    if not mutating:
+        return names
+    with _quiet_torch():
+        functional = ep.run_decompositions({})
+    return set(functional.graph_signature.user_inputs_to_mutate.values())
+
+
 def _spec(ep: "torch.export.ExportedProgram") -> dict:
     """Input and output names/dtypes/shapes of an exported program, with its
     symbolic dimensions and their ranges (see :mod:`aotishim.spec`)."""
@@ -175,8 +203,10 @@ def _spec(ep: "torch.export.ExportedProgram") -> dict:
                   if s.kind == InputKind.USER_INPUT]
     # AOTInductor models take tensors only; other inputs were baked in at export.
     user_nodes = [n for n in user_nodes if isinstance(n.meta.get("val"), torch.Tensor)]
+    mutated = _mutated_inputs(ep)
     inputs = [{"name": n.name, "dtype": _dtype_name(n.meta["val"].dtype),
-               "shape": _dims(n.meta["val"].shape)} for n in user_nodes]
+               "shape": _dims(n.meta["val"].shape), "mutated": n.name in mutated}
+              for n in user_nodes]
 
     examples: dict[str, int] = {}
     for n in user_nodes:

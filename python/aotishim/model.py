@@ -32,7 +32,7 @@ from . import _core
 from ._dtypes import DTYPES, NUMPY_BY_CODE, NUMPY_CODES, dtype_code, dtype_name, numpy_dtype
 from . import shim
 from .shim import ShimError
-from .spec import ModelSpec, ShapeError, TensorSpec, read_spec
+from .spec import ModelSpec, ShapeError, SpecError, TensorSpec, read_spec
 
 __all__ = ["Model", "DeviceTensor", "ModelError", "ModelInputError", "LeakWarning", "TensorSpec", "load",
            "spec_path", "PACKAGE_MODEL_DIR"]
@@ -65,7 +65,7 @@ def _read_spec(so_path: Path) -> ModelSpec | None:
         return None
     try:
         return read_spec(path)
-    except (ValueError, KeyError, TypeError) as e:
+    except (SpecError, OSError) as e:  # SpecError names the field
         raise ModelError(f"model spec '{path}' is unreadable: {e}") from None
 
 
@@ -99,6 +99,10 @@ class Model:
         self._input_codes = (None if input_specs is None
                              else tuple(DTYPES.get(s.dtype) for s in input_specs))
         self._static_shapes = _static_shapes(spec)
+        # Whether the model writes each input in place: True or False as the
+        # spec records it, None (possibly) when there is no record.
+        self._mutated = (tuple(s.mutated for s in input_specs) if input_specs is not None
+                         else (None,) * len(self._input_names))
         kind, index = _core.parse_device(self._device)
         self._dl_want = {0: (_DL_CPU, 0), 1: (_DL_CUDA, index)}.get(kind)  # None: no DLPack
 
@@ -137,15 +141,21 @@ class Model:
                 f"({self._describe_inputs()}), got {len(inputs)}")
         if outputs == "dlpack" or any(_is_dlpack_producer(a) for a in inputs):
             return self._run_exchange(core, inputs, outputs)
-        prepared = [self._prepare(i, a) for i, a in enumerate(inputs)]
+        packed_here: list[tuple[np.ndarray, np.ndarray]] = []
+        prepared = []
+        for i, a in enumerate(inputs):
+            array, code = self._prepare(i, a, packed_here)
+            prepared.append((array, code, self._writable(i, array)))
         if self._input_specs is not None:
-            self._check_shapes([a.shape for a, _ in prepared])
+            self._check_shapes([a.shape for a, _, _ in prepared])
         try:
             raw = core.run_host(prepared)
         except ShimError as e:
             if core.closed:
                 raise ModelError(f"{self.name} is closed") from None
             raise ModelError(str(e)) from None
+        for caller, packed in packed_here:
+            np.copyto(caller, packed)
         return tuple(None if r is None else _to_numpy(*r) for r in raw)
 
     __call__ = run
@@ -169,28 +179,38 @@ class Model:
 
     def _run_exchange(self, core: Any, inputs: Sequence[Any], outputs: str) -> tuple[Any, ...]:
         """Runs on tensor handles: DLPack inputs borrowed, numpy ones borrowed
-        or copied as :meth:`run` does; outputs as DeviceTensors or numpy."""
+        or copied as :meth:`run` does; outputs as DeviceTensors or numpy.
+        Inputs the model may write that it runs on a packed copy of are
+        copied back into the caller's tensor after a successful run."""
         handles: list[int] = []
         shapes: list[tuple[int, ...]] = []
-        try:
-            for i, value in enumerate(inputs):
-                handle, shape = self._input_handle(i, value)
-                handles.append(handle)
-                shapes.append(shape)
-            if self._input_specs is not None:
-                self._check_shapes(shapes)
-        except BaseException:
-            for h in handles:
-                _core.delete_tensor_object(h)
-            raise
-        try:
-            slots = core.run_handles(handles)  # consumed, also on failure
-        except ShimError as e:
-            if core.closed:
-                raise ModelError(f"{self.name} is closed") from None
-            raise ModelError(str(e)) from None
+        # (the caller's tensor, a second handle to the copy the model writes)
+        write_back: list[tuple[int, int]] = []
+        packed_here: list[tuple[np.ndarray, np.ndarray]] = []
+        slots: list[int] = []
         results: list[Any] = []
         try:
+            try:
+                for i, value in enumerate(inputs):
+                    handle, shape = self._input_handle(i, value, write_back, packed_here)
+                    handles.append(handle)
+                    shapes.append(shape)
+                if self._input_specs is not None:
+                    self._check_shapes(shapes)
+            except BaseException:
+                for h in handles:
+                    _core.delete_tensor_object(h)
+                raise
+            try:
+                slots = core.run_handles(handles)  # consumed, also on failure
+                for caller, copy in write_back:
+                    _core.copy_(caller, copy)
+            except ShimError as e:
+                if core.closed:
+                    raise ModelError(f"{self.name} is closed") from None
+                raise ModelError(str(e)) from None
+            for caller, packed in packed_here:
+                np.copyto(caller, packed)
             if outputs == "dlpack":
                 for h in slots:
                     results.append(DeviceTensor(h) if h else None)
@@ -201,11 +221,16 @@ class Model:
             for h in slots:
                 if h:
                     _core.delete_tensor_object(h)
+            for caller, copy in write_back:
+                _core.delete_tensor_object(caller)
+                _core.delete_tensor_object(copy)
         return tuple(results)
 
-    def _input_handle(self, index: int, value: Any) -> tuple[int, tuple]:
+    def _input_handle(self, index: int, value: Any, write_back: list[tuple[int, int]],
+                      packed_here: list[tuple[np.ndarray, np.ndarray]]) -> tuple[int, tuple]:
         """A packed tensor handle on the model's device for input ``index``,
-        and its shape."""
+        and its shape. When the model may write the input and runs on a copy
+        of it, (the caller's tensor, the copy) goes to ``write_back``."""
         device = self._device
         if _is_dlpack_producer(value):
             if _negated_lazily(value):
@@ -222,7 +247,7 @@ class Model:
                 except _EXPORT_ERRORS as e:
                     raise ModelInputError(f"{self._labels[index]}: {e}") from None
                 if taken is not None:
-                    return self._checked(index, *taken)
+                    return self._checked(index, *taken, write_back)
             dl_type, dl_id = value.__dlpack_device__()
             if dl_type == _DL_CPU and device != "cpu":
                 value = np.from_dlpack(value)  # host data for a device model: copied below
@@ -240,25 +265,64 @@ class Model:
                     borrowed = _core.borrow_dlpack_input(capsule, device)
                 except _EXPORT_ERRORS as e:
                     raise ModelInputError(f"{self._labels[index]}: {e}") from None
-                return self._checked(index, *borrowed)
-        array, code = self._prepare(index, value)
+                return self._checked(index, *borrowed, write_back)
+        array, code = self._prepare(index, value, packed_here)
+        writes = self._mutated[index] is not False and self._writes_back(index, array)
         if device == "cpu" and array.flags.writeable:
             handle = _core.borrow_array(array, code)
-        else:
-            handle = _core.copy_array(np.ascontiguousarray(array), code, device)
-        return _core.packed(handle), array.shape
+            if writes and not array.flags.c_contiguous:
+                return self._packed_writing_back(handle, handle, write_back), array.shape
+            return _core.packed(handle), array.shape
+        # A read-only array, or one for another device: the model runs on a copy.
+        handle = _core.copy_array(np.ascontiguousarray(array), code, device)
+        if writes:
+            try:
+                caller = _core.borrow_array(array, code)
+            except BaseException:
+                _core.delete_tensor_object(handle)
+                raise
+            return self._packed_writing_back(handle, caller, write_back), array.shape
+        return handle, array.shape
 
     def _checked(self, index: int, handle: int, code: int, shape: tuple,
-                 packed: bool) -> tuple[int, tuple]:
+                 packed: bool, write_back: list[tuple[int, int]]) -> tuple[int, tuple]:
         """A borrowed input's handle, its dtype checked and its layout packed
-        (the handle deleted when either fails), and its shape."""
+        (the handle deleted when either fails), and its shape. A packed copy
+        of an input the model may write is noted in ``write_back``."""
         try:
             self._check_dtype(index, code)
-            return (handle if packed else _core.packed(handle)), shape
+            if packed:
+                return handle, shape
+            if self._mutated[index] is not False:
+                info = _core.tensor_info(handle)
+                if self._writes_back(index, None, info["sizes"], info["strides"]):
+                    return self._packed_writing_back(handle, handle, write_back), shape
+            return _core.packed(handle), shape
         except BaseException:
             if _core.is_live(handle):
                 _core.delete_tensor_object(handle)
             raise
+
+    @staticmethod
+    def _packed_writing_back(handle: int, caller: int, write_back: list[tuple[int, int]]) -> int:
+        """``handle`` packed (the model's input), with the caller's tensor
+        (``caller``: ``handle`` itself, or another view of the caller's
+        memory) and a second handle to the packed copy kept in
+        ``write_back``, to copy the model's writes back after the run."""
+        dst = _core.new_tensor_handle(caller) if caller == handle else caller
+        try:
+            packed = _core.packed(handle)
+        except BaseException:
+            _core.delete_tensor_object(dst)
+            raise
+        try:
+            copy = _core.new_tensor_handle(packed)
+        except BaseException:
+            _core.delete_tensor_object(dst)
+            _core.delete_tensor_object(packed)
+            raise
+        write_back.append((dst, copy))
+        return packed
 
     def _check_dtype(self, index: int, code: int) -> None:
         codes = self._input_codes
@@ -278,7 +342,50 @@ class Model:
         except ShapeError as e:
             raise ModelInputError(str(e)) from None
 
-    def _prepare(self, index: int, value: Any) -> tuple[np.ndarray, int]:
+    def _writable(self, index: int, array: np.ndarray) -> bool:
+        """run_host's ``writable`` for a prepared array: whether the model may
+        write it (borrowed when packed on the cpu, else written back after
+        the run). Inputs the model does not write are borrowed only where
+        that saves a copy; read-only memory never is."""
+        if self._mutated[index] is False:
+            return self._device == "cpu" and array.flags.writeable and array.flags.c_contiguous
+        return self._writes_back(index, array)
+
+    def _writes_back(self, index: int, array: np.ndarray | None,
+                     sizes: Sequence[int] = (), strides: Sequence[int] = ()) -> bool:
+        """For an input the model writes in place (or may: no record says),
+        whether the caller's memory is to receive the writes. An input known
+        to be written must be writable memory with one element per address;
+        one only possibly written gets the writes where it can take them and
+        otherwise runs on a copy, its memory untouched; off the cpu it runs on
+        a copy, as a device model's numpy inputs always have (writing each
+        back would add a copy from the device to every run)."""
+        if self._mutated[index] is None and self._device != "cpu":
+            return False
+        if array is not None:
+            if not array.flags.writeable:
+                if self._mutated[index]:
+                    raise ModelInputError(
+                        f"{self._labels[index]} is a read-only array, and the model writes "
+                        "this input in place; pass a writable array (e.g. np.array(x)), "
+                        "which receives the writes")
+                return False
+            sizes, strides = array.shape, array.strides
+        if any(n > 1 and st == 0 for n, st in zip(sizes, strides)):
+            if self._mutated[index]:
+                raise ModelInputError(
+                    f"{self._labels[index]} has elements that share memory (a stride of 0, "
+                    "as from broadcasting), and the model writes this input in place; pass "
+                    "a tensor with one element per address")
+            return False
+        return True
+
+    def _prepare(self, index: int, value: Any,
+                 packed_here: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, int]:
+        """The numpy array to run input ``index`` on and its dtype code. An
+        array packed here (a layout the runtime cannot describe) that the
+        model may write goes to ``packed_here`` as (the caller's, the packed
+        one), for the caller's to receive the writes after the run."""
         array = np.asarray(value)
         code = NUMPY_CODES.get(array.dtype)
         if code is None:  # not a supported dtype as such: dtype_code says why (or finds it)
@@ -292,7 +399,10 @@ class Model:
         # here (a C-contiguous array would come back from that as it is).
         if not array.flags.c_contiguous and any(s < 0 or s % array.itemsize
                                                 for s in array.strides):
-            array = np.ascontiguousarray(array)
+            packed = np.ascontiguousarray(array)
+            if self._mutated[index] is not False and self._writes_back(index, array):
+                packed_here.append((array, packed))
+            array = packed
         return array, code
 
     def _input_label(self, index: int) -> str:
@@ -311,10 +421,11 @@ class Model:
         """Delete the model's container, then free what its scope still holds.
 
         Returns the leftovers (leaks; empty for a well-behaved model) and warns
-        with :class:`LeakWarning` when there are any. Idempotent.
+        with :class:`LeakWarning` when there are any. Idempotent. Runs started
+        after close was called are refused (:class:`ModelError`: "... is
+        closed"); close waits only for those already in flight, then returns
+        (a second close waits for the first one's teardown and returns []).
         """
-        if self._core.closed:
-            return []
         leaks = list(self._core.close())
         if leaks:
             warnings.warn(f"{self.name} left {len(leaks)} tensor(s) behind: {leaks}",
@@ -331,6 +442,20 @@ class Model:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # A Model owns its container: a copy would share it, and dropping the
+    # copy (its __del__) would close the original. Nor can one be pickled.
+    def __copy__(self) -> "Model":
+        raise TypeError(f"{self.name} cannot be copied: it owns its loaded model; "
+                        "load the file again for a second one")
+
+    def __deepcopy__(self, memo: dict) -> "Model":
+        raise TypeError(f"{self.name} cannot be copied: it owns its loaded model; "
+                        "load the file again for a second one")
+
+    def __reduce_ex__(self, protocol: object) -> Any:
+        raise TypeError(f"{self.name} cannot be pickled: it is a loaded library in this "
+                        f"process; send its path ({self._source}) and load it there")
 
     def __del__(self) -> None:
         core = getattr(self, "_core", None)

@@ -40,6 +40,12 @@ struct HostInput {
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;  // in elements, non-negative; empty: contiguous
   int32_t dtype = 0;             // an aoti_torch_dtype_*() code
+  // Whether the model may write `data` in place (an input it mutates, in
+  // writable memory). Then a packed cpu buffer is borrowed, and a copy (of a
+  // strided buffer, or for another device) is written back into `data`, in
+  // its strides, after a successful run. False: the model works on a copy and
+  // `data` is only read.
+  bool writable = false;
 };
 
 // An output copied to host memory, packed row-major.
@@ -112,12 +118,15 @@ class AOTISHIM_API Model {
   // constant, an input) are copies, so they outlive the model.
   std::vector<AtenTensorHandle> run(const std::vector<AtenTensorHandle>& inputs);
 
-  // Runs on host buffers and returns the outputs copied to the host.
+  // Runs on host buffers and returns the outputs copied to the host. Only
+  // inputs marked `writable` are ever written (see HostInput).
   std::vector<HostOutput> run_host(const std::vector<HostInput>& inputs);
 
   // Deletes the container, then empties the model's scope. Returns what was
   // left in it (leaks; empty for a well-behaved model). Idempotent: later
-  // calls return an empty list. Other models are never touched.
+  // calls return an empty list. Other models are never touched. From the
+  // moment it is called new runs are refused ("... is closed"); it waits
+  // only for the runs already in flight.
   std::vector<std::string> close();
   bool closed() const;
 
