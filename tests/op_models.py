@@ -23,6 +23,15 @@ class TopkSort(nn.Module):
         return v, i, s, si, torch.argmax(x, dim=-1)
 
 
+class SortPermuted(nn.Module):
+    """A sort of a permuted view: the generated code checks that sort's
+    outputs come back in the view's stride order, as torch gives them."""
+
+    def forward(self, x):
+        s, si = torch.sort(x.permute(0, 2, 1), dim=1, stable=True)
+        return s * 2, si
+
+
 class Searchsorted(nn.Module):
     def forward(self, s, v):
         return torch.searchsorted(s, v)
