@@ -32,6 +32,15 @@ class SortPermuted(nn.Module):
         return s * 2, si
 
 
+class AlibiScores(nn.Module):
+    """BLOOM's attention scores: the ALiBi bias plus scaled q k^T in one
+    baddbmm (beta 1, alpha 1/sqrt(head_dim))."""
+
+    def forward(self, alibi, q, k):
+        scores = torch.baddbmm(alibi, q, k.transpose(1, 2), beta=1.0, alpha=0.125)
+        return torch.softmax(scores, dim=-1)
+
+
 class Searchsorted(nn.Module):
     def forward(self, s, v):
         return torch.searchsorted(s, v)

@@ -88,6 +88,15 @@ def _addmm(s):
                 out=("out",))
 
 
+def _baddbmm(s):
+    beta, alpha = s.kwargs.get("beta", 1), s.kwargs.get("alpha", 1)
+    return Call("baddbmm_out", {"self": s.input, "batch1": s.args[0], "batch2": s.args[1]},
+                lambda t, o: [o["out"], t["self"], t["batch1"], t["batch2"], float(beta),
+                              float(alpha)],
+                lambda t: (torch.baddbmm(t["self"], t["batch1"], t["batch2"], beta=beta,
+                                         alpha=alpha),), out=("out",))
+
+
 def _cumulative(name):
     def adapt(s):
         dim = s.args[0] if s.args else s.kwargs["dim"]
@@ -217,6 +226,7 @@ ADAPTERS = [
     Adapter("mm", "", _mm, _GEMM),
     Adapter("bmm", "", _bmm, _GEMM),
     Adapter("addmm", "", _addmm, _GEMM),
+    Adapter("baddbmm", "", _baddbmm, _GEMM),
     Adapter("cumsum", "", _cumulative("cumsum"), _NUMERIC),
     Adapter("cumprod", "", _cumulative("cumprod"), _NUMERIC),
     Adapter("topk", "", _topk, _NUMERIC),
