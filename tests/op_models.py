@@ -41,6 +41,18 @@ class AlibiScores(nn.Module):
         return torch.softmax(scores, dim=-1)
 
 
+class Int8WeightLinear(nn.Module):
+    """A weight-only int8 linear: int8 weights, one scale per output channel."""
+
+    def __init__(self, weight: torch.Tensor, scales: torch.Tensor):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.register_buffer("scales", scales)
+
+    def forward(self, x):
+        return torch._weight_int8pack_mm(x * 2, self.weight, self.scales) + 1
+
+
 class Searchsorted(nn.Module):
     def forward(self, s, v):
         return torch.searchsorted(s, v)

@@ -25,7 +25,7 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 import torch
-import torch.nn.functional as F
+from torch.testing._internal.opinfo.core import SampleInput
 
 from aotishim import shim
 from aotishim._core import ShimError
@@ -58,6 +58,9 @@ class Call:
     # some layouts that generated code never passes it); strides still from
     # the inputs as they lie
     packed_reference: bool = False
+    # torch's op only ever sees packed copies (it crashes on some views);
+    # its outputs are fresh and packed whatever the inputs' layout
+    packed_only: bool = False
 
 
 # ------------------------------------------------------------------ adapters
@@ -95,6 +98,28 @@ def _baddbmm(s):
                               float(alpha)],
                 lambda t: (torch.baddbmm(t["self"], t["batch1"], t["batch2"], beta=beta,
                                          alpha=alpha),), out=("out",))
+
+
+def _weight_int8pack_mm(s):
+    return Call("_weight_int8pack_mm", {"self": s.input, "mat2": s.args[0], "scales": s.args[1]},
+                lambda t, o: [t["self"], t["mat2"], t["scales"]],
+                lambda t: (torch._weight_int8pack_mm(t["self"], t["mat2"], t["scales"]),),
+                # torch's kernel refuses views with gaps, and reads bfloat16 at
+                # a storage offset out of bounds (a crash); ours takes any layout
+                packed_reference=True, packed_only=True)
+
+
+def _weight_int8pack_samples(dtype):
+    """Hand cases (no OpInfo): (M, K) activations, (N, K) int8 weights, (N,)
+    scales; K = 0 and M = 0 too. K is a multiple of 16: torch's kernel reads
+    past the end of other rows (and crashes); tests/test_op_gemm_variants.py
+    checks those sizes against a float64 answer."""
+    g = torch.Generator().manual_seed(3)
+    for m, n, k in [(5, 7, 64), (1, 32, 48), (17, 3, 16), (4, 6, 0), (0, 5, 32), (33, 65, 128)]:
+        x = torch.randn(m, k, generator=g).to(dtype)
+        w = torch.randint(-128, 128, (n, k), generator=g, dtype=torch.int8)
+        scales = (torch.rand(n, generator=g) / 64).to(dtype)
+        yield SampleInput(x, args=(w, scales))
 
 
 def _cumulative(name):
@@ -211,16 +236,21 @@ def _sdpa(s):
 
 @dataclass(frozen=True)
 class Adapter:
-    opinfo: str  # OpInfo name
+    opinfo: str  # OpInfo name (or the op's, for hand cases)
     variant: str  # OpInfo variant_test_name
     adapt: Callable
     # dtypes the cpu kernel runs; torch's others must be refused with an error
     dtypes: frozenset
+    # hand cases where torch has no OpInfo: dtype -> SampleInputs, and the
+    # dtypes torch's op takes
+    samples: Callable | None = None
+    torch_dtypes: frozenset = frozenset()
 
 
 _FLOAT3 = frozenset({torch.float32, torch.float64, torch.bfloat16})
 _GEMM = frozenset({torch.float32, torch.float64, torch.bfloat16, torch.float16})
 _NUMERIC = frozenset(FLOATS | INTS)
+_REDUCED = frozenset({torch.bfloat16, torch.float16})
 
 ADAPTERS = [
     Adapter("mm", "", _mm, _GEMM),
@@ -240,6 +270,8 @@ ADAPTERS = [
       for tr in (False, True) for n in (1, 2, 3)],
     Adapter("nn.functional.scaled_dot_product_attention", "", _sdpa,
             frozenset(FLOATS)),
+    Adapter("_weight_int8pack_mm", "", _weight_int8pack_mm, _REDUCED | {torch.float32},
+            samples=_weight_int8pack_samples, torch_dtypes=_REDUCED | {torch.float32}),
 ]
 
 
@@ -358,8 +390,11 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
             inputs[name] = t  # keep this input as it is
     if layout != "sample" and all(inputs[n] is call.inputs[n] for n in inputs):
         return None  # nothing to vary
+    # fresh packed copies (contiguous() would keep a contiguous view's offset)
+    packed = {n: None if t is None else t.clone(memory_format=torch.contiguous_format)
+              for n, t in inputs.items()}
     try:
-        want = call.reference(inputs)
+        want = call.reference(packed if call.packed_only else inputs)
     except (RuntimeError, ValueError, IndexError):
         return None  # torch refuses these inputs: no answer to compare with
     made = []
@@ -379,7 +414,6 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
         else:
             got = list(result) if isinstance(result, tuple) else [result]
             made += [g for g in got if g is not None]
-        packed = {n: None if t is None else t.contiguous() for n, t in inputs.items()}
         value = call.reference(packed) if call.packed_reference else want
         exact_from = packed if call.packed_reference else inputs
         problems = []

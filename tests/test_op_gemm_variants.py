@@ -59,3 +59,57 @@ def test_compiled_alibi_scores_match_eager(model_cache):
     q, k = torch.randn(8, 12, 64, generator=g), torch.randn(8, 12, 64, generator=g)
     check_model(model_cache, "op_baddbmm_alibi", AlibiScores(), (alibi, q, k),
                 rtol=1e-5, atol=1e-6)
+
+
+def int8pack(x, w, scales):
+    return shim.call_op("_weight_int8pack_mm", to_shim(x), to_shim(w), to_shim(scales),
+                        entry="cpu")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("m,n,k", [(3, 5, 1), (7, 9, 130), (2, 3, 8), (16, 64, 200)])
+def test_weight_int8pack_mm_any_k_against_float64(dtype, m, n, k):
+    """K not a multiple of 16 (torch's own kernel reads out of bounds there):
+    against the float64 product, rounded once into the dtype."""
+    g = torch.Generator().manual_seed(m * n + k)
+    x = torch.randn(m, k, generator=g).to(dtype)
+    w = torch.randint(-128, 128, (n, k), generator=g, dtype=torch.int8)
+    scales = (torch.rand(n, generator=g) / 64).to(dtype)
+    out = int8pack(x, w, scales)
+    try:
+        assert out.sizes == [m, n] and out.strides == [n, 1] and out.dtype == str(dtype)[6:]
+        exact = (x.double() @ w.double().t()) * scales.double()
+        torch.testing.assert_close(to_torch(out).double(), exact.to(dtype).double(),
+                                   rtol=torch.finfo(dtype).eps * 4, atol=1e-5 * k)
+    finally:
+        shim.delete(out)
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: (torch.zeros(2, 4, dtype=torch.float64), torch.zeros(3, 4, dtype=torch.int8),
+              torch.zeros(3, dtype=torch.float64)), "self must be float32, bfloat16 or float16"),
+    (lambda: (torch.zeros(2, 4), torch.zeros(3, 4, dtype=torch.uint8), torch.zeros(3)),
+     "mat2 must be int8"),
+    (lambda: (torch.zeros(2, 4), torch.zeros(3, 4, dtype=torch.int8),
+              torch.zeros(3, dtype=torch.bfloat16)), "scales must have self's dtype"),
+    (lambda: (torch.zeros(2, 4), torch.zeros(3, 5, dtype=torch.int8), torch.zeros(3)),
+     "differ in K"),
+    (lambda: (torch.zeros(2, 4), torch.zeros(3, 4, dtype=torch.int8), torch.zeros(4)),
+     "scales must be 1-D with 3 elements"),
+    (lambda: (torch.zeros(1, 2, 4), torch.zeros(3, 4, dtype=torch.int8), torch.zeros(3)),
+     "must be 2-D"),
+])
+def test_weight_int8pack_mm_errors(make, message):
+    with pytest.raises(ShimError, match=message):
+        int8pack(*make())
+
+
+def test_compiled_int8_weight_linear_matches_eager(model_cache):
+    from op_models import Int8WeightLinear, check_model
+
+    g = torch.Generator().manual_seed(0)
+    weight = torch.randint(-128, 128, (48, 64), generator=g, dtype=torch.int8)
+    scales = torch.rand(48, generator=g) / 64
+    x = torch.randn(5, 64, generator=g)
+    check_model(model_cache, "op_weight_int8pack_mm", Int8WeightLinear(weight, scales), (x,),
+                rtol=1e-5, atol=1e-5)
