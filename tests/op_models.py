@@ -53,6 +53,15 @@ class Int8WeightLinear(nn.Module):
         return torch._weight_int8pack_mm(x * 2, self.weight, self.scales) + 1
 
 
+class ExpertCounts(nn.Module):
+    """MoE routing statistics: tokens per expert, from the top-2 choices."""
+
+    def forward(self, logits):
+        chosen = torch.topk(logits, 2, dim=-1).indices
+        return torch.histc(chosen.float(), bins=logits.shape[-1], min=0,
+                           max=logits.shape[-1] - 1)
+
+
 class Searchsorted(nn.Module):
     def forward(self, s, v):
         return torch.searchsorted(s, v)

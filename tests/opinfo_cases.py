@@ -100,6 +100,13 @@ def _baddbmm(s):
                                          alpha=alpha),), out=("out",))
 
 
+def _histc(s):
+    a = dict(zip(["bins", "min", "max"], s.args)) | s.kwargs
+    bins, lo, hi = a.get("bins", 100), a.get("min", 0), a.get("max", 0)
+    return Call("histc", {"self": s.input}, lambda t, o: [t["self"], bins, float(lo), float(hi)],
+                lambda t: (torch.histc(t["self"], bins, lo, hi),))
+
+
 def _weight_int8pack_mm(s):
     return Call("_weight_int8pack_mm", {"self": s.input, "mat2": s.args[0], "scales": s.args[1]},
                 lambda t, o: [t["self"], t["mat2"], t["scales"]],
@@ -270,6 +277,7 @@ ADAPTERS = [
       for tr in (False, True) for n in (1, 2, 3)],
     Adapter("nn.functional.scaled_dot_product_attention", "", _sdpa,
             frozenset(FLOATS)),
+    Adapter("histc", "", _histc, frozenset(FLOATS)),
     Adapter("_weight_int8pack_mm", "", _weight_int8pack_mm, _REDUCED | {torch.float32},
             samples=_weight_int8pack_samples, torch_dtypes=_REDUCED | {torch.float32}),
 ]
