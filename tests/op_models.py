@@ -62,6 +62,20 @@ class ExpertCounts(nn.Module):
                            max=logits.shape[-1] - 1)
 
 
+class Recommender(nn.Module):
+    """Pooled sparse features (sum and mean bags) feeding a small MLP."""
+
+    def __init__(self):
+        super().__init__()
+        self.items = nn.EmbeddingBag(100, 16, mode="sum")
+        self.users = nn.EmbeddingBag(50, 16, mode="mean", padding_idx=0)
+        self.mlp = nn.Linear(32, 1)
+
+    def forward(self, item_ids, item_offsets, user_ids):
+        pooled = torch.cat([self.items(item_ids, item_offsets), self.users(user_ids)], dim=1)
+        return torch.sigmoid(self.mlp(pooled))
+
+
 class Searchsorted(nn.Module):
     def forward(self, s, v):
         return torch.searchsorted(s, v)

@@ -58,9 +58,9 @@ class Call:
     # some layouts that generated code never passes it); strides still from
     # the inputs as they lie
     packed_reference: bool = False
-    # torch's op only ever sees packed copies (it crashes on some views);
-    # its outputs are fresh and packed whatever the inputs' layout
-    packed_only: bool = False
+    # inputs torch's op only ever gets as packed copies (it misreads or
+    # crashes on some views of them that AOTInductor never passes it)
+    torch_packed: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------ adapters
@@ -112,8 +112,9 @@ def _weight_int8pack_mm(s):
                 lambda t, o: [t["self"], t["mat2"], t["scales"]],
                 lambda t: (torch._weight_int8pack_mm(t["self"], t["mat2"], t["scales"]),),
                 # torch's kernel refuses views with gaps, and reads bfloat16 at
-                # a storage offset out of bounds (a crash); ours takes any layout
-                packed_reference=True, packed_only=True)
+                # a storage offset out of bounds (a crash); ours takes any
+                # layout, and the output is fresh and packed whatever it is
+                torch_packed=("self", "mat2", "scales"))
 
 
 def _weight_int8pack_samples(dtype):
@@ -127,6 +128,37 @@ def _weight_int8pack_samples(dtype):
         w = torch.randint(-128, 128, (n, k), generator=g, dtype=torch.int8)
         scales = (torch.rand(n, generator=g) / 64).to(dtype)
         yield SampleInput(x, args=(w, scales))
+
+
+def _embedding_bag(op_name):
+    """F.embedding_bag's sample as the aten op it calls: 2-D input flattened
+    into bags of equal length, a negative padding_idx counted from the end."""
+    aten = getattr(torch.ops.aten, op_name)
+
+    def adapt(s):
+        weight, idx, kw = s.input, s.args[0], s.kwargs
+        if kw.get("max_norm") is not None:
+            return None  # renormalises weight in place first: not this op alone
+        offsets, psw = kw.get("offsets"), kw.get("per_sample_weights")
+        if idx.dim() == 2:
+            offsets = torch.arange(0, idx.numel(), idx.shape[1], dtype=idx.dtype)
+            idx = idx.reshape(-1)
+            psw = None if psw is None else psw.reshape(-1)
+        mode = {"sum": 0, "mean": 1, "max": 2}[kw.get("mode", "mean")]
+        pad = kw.get("padding_idx")
+        pad = -1 if pad is None else (pad + weight.shape[0] if pad < 0 else pad)
+        last = bool(kw.get("include_last_offset", False))
+        return Call(op_name, {"weight": weight, "indices": idx, "offsets": offsets,
+                              "per_sample_weights": psw},
+                    lambda t, o: [t["weight"], t["indices"], t["offsets"], 0, mode, 0,
+                                  t["per_sample_weights"], int(last), pad],
+                    lambda t: tuple(aten(t["weight"], t["indices"], t["offsets"], False, mode,
+                                         False, t["per_sample_weights"], last, pad)),
+                    # torch's kernel reads indices and offsets as if packed (a
+                    # strided view gives wrong sums; AOTInductor passes them
+                    # packed)
+                    torch_packed=("indices", "offsets"))
+    return adapt
 
 
 def _cumulative(name):
@@ -252,6 +284,11 @@ class Adapter:
     # dtypes torch's op takes
     samples: Callable | None = None
     torch_dtypes: frozenset = frozenset()
+    label: str = ""  # the test's name when several ops serve one OpInfo
+
+    @property
+    def name(self) -> str:
+        return self.label or self.opinfo + (f".{self.variant}" if self.variant else "")
 
 
 _FLOAT3 = frozenset({torch.float32, torch.float64, torch.bfloat16})
@@ -278,6 +315,8 @@ ADAPTERS = [
     Adapter("nn.functional.scaled_dot_product_attention", "", _sdpa,
             frozenset(FLOATS)),
     Adapter("histc", "", _histc, frozenset(FLOATS)),
+    *[Adapter("nn.functional.embedding_bag", "", _embedding_bag(name), frozenset(FLOATS),
+              label=name) for name in ("_embedding_bag", "_embedding_bag_forward_only")],
     Adapter("_weight_int8pack_mm", "", _weight_int8pack_mm, _REDUCED | {torch.float32},
             samples=_weight_int8pack_samples, torch_dtypes=_REDUCED | {torch.float32}),
 ]
@@ -402,7 +441,8 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
     packed = {n: None if t is None else t.clone(memory_format=torch.contiguous_format)
               for n, t in inputs.items()}
     try:
-        want = call.reference(packed if call.packed_only else inputs)
+        want = call.reference({n: packed[n] if n in call.torch_packed else t
+                               for n, t in inputs.items()})
     except (RuntimeError, ValueError, IndexError):
         return None  # torch refuses these inputs: no answer to compare with
     made = []

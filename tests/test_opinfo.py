@@ -37,8 +37,7 @@ def _cases():
         dtypes = a.torch_dtypes if a.samples else _opinfo(a.opinfo, a.variant).supported_dtypes("cpu")
         for dtype in sorted(dtypes, key=str):
             if dtype in SHIM_DTYPES:
-                yield pytest.param(a, dtype, id=f"{a.opinfo}.{a.variant}-{str(dtype)[6:]}"
-                                   if a.variant else f"{a.opinfo}-{str(dtype)[6:]}")
+                yield pytest.param(a, dtype, id=f"{a.name}-{str(dtype)[6:]}")
 
 
 def _samples(adapter, dtype):
