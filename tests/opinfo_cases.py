@@ -100,6 +100,21 @@ def _baddbmm(s):
                                          alpha=alpha),), out=("out",))
 
 
+def _addmv(s):
+    beta, alpha = s.kwargs.get("beta", 1), s.kwargs.get("alpha", 1)
+    return Call("addmv", {"self": s.input, "mat": s.args[0], "vec": s.args[1]},
+                lambda t, o: [t["self"], t["mat"], t["vec"], float(beta), float(alpha)],
+                lambda t: (torch.addmv(t["self"], t["mat"], t["vec"], beta=beta, alpha=alpha),))
+
+
+def _addbmm(s):
+    beta, alpha = s.kwargs.get("beta", 1), s.kwargs.get("alpha", 1)
+    return Call("addbmm", {"self": s.input, "batch1": s.args[0], "batch2": s.args[1]},
+                lambda t, o: [t["self"], t["batch1"], t["batch2"], float(beta), float(alpha)],
+                lambda t: (torch.addbmm(t["self"], t["batch1"], t["batch2"], beta=beta,
+                                        alpha=alpha),))
+
+
 def _histc(s):
     a = dict(zip(["bins", "min", "max"], s.args)) | s.kwargs
     bins, lo, hi = a.get("bins", 100), a.get("min", 0), a.get("max", 0)
@@ -301,6 +316,8 @@ ADAPTERS = [
     Adapter("bmm", "", _bmm, _GEMM),
     Adapter("addmm", "", _addmm, _GEMM),
     Adapter("baddbmm", "", _baddbmm, _GEMM),
+    Adapter("addmv", "", _addmv, _GEMM),
+    Adapter("addbmm", "", _addbmm, _GEMM),
     Adapter("cumsum", "", _cumulative("cumsum"), _NUMERIC),
     Adapter("cumprod", "", _cumulative("cumprod"), _NUMERIC),
     Adapter("topk", "", _topk, _NUMERIC),

@@ -113,3 +113,53 @@ def test_compiled_int8_weight_linear_matches_eager(model_cache):
     x = torch.randn(5, 64, generator=g)
     check_model(model_cache, "op_weight_int8pack_mm", Int8WeightLinear(weight, scales), (x,),
                 rtol=1e-5, atol=1e-5)
+
+
+def test_addbmm_without_batches_is_beta_times_self():
+    self = torch.randn(3, 4)
+    got = shim.call_op("addbmm", to_shim(self), to_shim(torch.zeros(0, 3, 5)),
+                       to_shim(torch.zeros(0, 5, 4)), 0.5, 2.0, entry="cpu")
+    try:
+        torch.testing.assert_close(to_torch(got), torch.addbmm(self, torch.zeros(0, 3, 5),
+                                                               torch.zeros(0, 5, 4),
+                                                               beta=0.5, alpha=2.0))
+    finally:
+        shim.delete(got)
+
+
+@pytest.mark.parametrize("op,sizes", [("addmv", ((3,), (3, 4), (4,))),
+                                      ("addbmm", ((3, 6), (2, 3, 4), (2, 4, 6)))])
+def test_beta_zero_ignores_nan_in_self(op, sizes):
+    g = torch.Generator().manual_seed(2)
+    self = torch.full(sizes[0], float("nan"))
+    a, b = torch.randn(sizes[1], generator=g), torch.randn(sizes[2], generator=g)
+    got = shim.call_op(op, to_shim(self), to_shim(a), to_shim(b), 0.0, 1.5, entry="cpu")
+    try:
+        want = getattr(torch, op)(self, a, b, beta=0.0, alpha=1.5)
+        assert got.strides == list(want.stride())
+        torch.testing.assert_close(to_torch(got), want)
+    finally:
+        shim.delete(got)
+
+
+@pytest.mark.parametrize("op,sizes,message", [
+    ("addmv", ((3,), (3, 4), (5,)), "cannot be multiplied"),
+    ("addmv", ((2,), (3, 4), (4,)), "cannot be broadcast"),
+    ("addmv", ((3,), (3, 4), (4, 1)), "vec must be 1-D"),
+    ("addbmm", ((3, 6), (2, 3, 4), (3, 4, 6)), "batch sizes differ"),
+    ("addbmm", ((3, 6), (2, 3, 4), (2, 5, 6)), "cannot be multiplied"),
+    ("addbmm", ((4, 6), (2, 3, 4), (2, 4, 6)), "cannot be broadcast"),
+])
+def test_addmv_addbmm_shape_errors(op, sizes, message):
+    with pytest.raises(ShimError, match=message):
+        shim.call_op(op, *(to_shim(torch.zeros(s)) for s in sizes), 1.0, 1.0, entry="cpu")
+
+
+def test_compiled_addbmm_matches_eager(model_cache):
+    from op_models import AddmvAddbmm, check_model
+
+    g = torch.Generator().manual_seed(0)
+    args = (torch.randn(8, generator=g), torch.randn(8, 16, generator=g),
+            torch.randn(16, generator=g), torch.randn(8, 6, generator=g),
+            torch.randn(3, 8, 5, generator=g), torch.randn(3, 5, 6, generator=g))
+    check_model(model_cache, "op_addbmm", AddmvAddbmm(), args, rtol=1e-5, atol=1e-5)

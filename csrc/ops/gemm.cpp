@@ -1,4 +1,4 @@
-// mm / addmm / bmm / baddbmm for every device: validation, broadcasting of addmm's
+// mm / addmm / bmm / baddbmm / addmv / addbmm for every device: validation, broadcasting of addmm's
 // bias and overlap handling live here, once; the device's gemm kernel then
 // runs one batched GemmArgs on its stream. Views are never copied on the host: every byte
 // moved goes through the device's copy or gemm, so asynchronous devices see
@@ -13,6 +13,7 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/handle_registry.h"
 #include "ops/fallback_ops.h"
 
 namespace aotishim {
@@ -219,6 +220,65 @@ void baddbmm_out(const OpCall& call, AtenTensorHandle out_h, AtenTensorHandle se
   check_out_shape(out, sizes);
   const Tensor bias = expand_bias(self, sizes);  // validated even when beta == 0
   run(out, batch1, batch2, alpha, beta, &bias);
+}
+
+// out (M,) = beta * self + alpha * mat @ vec: one gemm, vec seen as a
+// (K, 1) matrix and out and self as (M, 1) ones.
+void addmv(const OpCall& call, AtenTensorHandle self_h, AtenTensorHandle mat_h,
+           AtenTensorHandle vec_h, double beta, double alpha, AtenTensorHandle* ret0) {
+  require_out(ret0, "ret0");
+  auto self_p = call.tensor(self_h, "self"), mat_p = call.tensor(mat_h, "mat");
+  auto vec_p = call.tensor(vec_h, "vec");
+  const Tensor &self = *self_p, &mat = *mat_p, &vec = *vec_p;
+  check_operands({"self", self}, {{"mat", mat}, {"vec", vec}});
+  check_rank({"mat", mat}, 2);
+  check_rank({"vec", vec}, 1);
+  AOTISHIM_CHECK(mat.sizes[1] == vec.sizes[0], "mat ", shape_string(mat.sizes), " and vec ",
+                 shape_string(vec.sizes), " cannot be multiplied (", mat.sizes[1], " columns, ",
+                 vec.sizes[0], " elements)");
+  const int64_t M = mat.sizes[0], K = mat.sizes[1];
+  const Tensor bias = expand_bias(self, {M});  // validated even when beta == 0
+  Tensor out = make_empty(self.device(), self.dtype, {M});
+  const Tensor bias_2d = make_view(bias, {M, 1}, {bias.strides[0], 1}, bias.storage_offset);
+  run(make_view(out, {M, 1}, {1, 1}, 0), mat,
+      make_view(vec, {K, 1}, {vec.strides[0], 1}, vec.storage_offset), alpha, beta, &bias_2d);
+  *ret0 = register_tensor(out);
+}
+
+// out (M, N) = beta * self + alpha * sum_b batch1[b] @ batch2[b], one gemm
+// per batch accumulating into out, as torch's CPU addbmm does (so a
+// reduced-precision out is rounded after each batch there too).
+void addbmm(const OpCall& call, AtenTensorHandle self_h, AtenTensorHandle batch1_h,
+            AtenTensorHandle batch2_h, double beta, double alpha, AtenTensorHandle* ret0) {
+  require_out(ret0, "ret0");
+  auto self_p = call.tensor(self_h, "self"), b1_p = call.tensor(batch1_h, "batch1");
+  auto b2_p = call.tensor(batch2_h, "batch2");
+  const Tensor &self = *self_p, &batch1 = *b1_p, &batch2 = *b2_p;
+  check_operands({"self", self}, {{"batch1", batch1}, {"batch2", batch2}});
+  check_rank({"batch1", batch1}, 3);
+  check_rank({"batch2", batch2}, 3);
+  AOTISHIM_CHECK(batch1.sizes[0] == batch2.sizes[0], "batch sizes differ: batch1 has ",
+                 batch1.sizes[0], " matrices, batch2 has ", batch2.sizes[0]);
+  AOTISHIM_CHECK(batch1.sizes[2] == batch2.sizes[1], "batch1 ", shape_string(batch1.sizes),
+                 " and batch2 ", shape_string(batch2.sizes),
+                 " cannot be multiplied (inner dimensions ", batch1.sizes[2], " and ",
+                 batch2.sizes[1], " differ)");
+  const int64_t B = batch1.sizes[0], M = batch1.sizes[1], N = batch2.sizes[2];
+  const Tensor bias = expand_bias(self, {M, N});  // validated even when beta == 0
+  Tensor out = make_empty(self.device(), self.dtype, {M, N});
+  const auto matrix = [](const Tensor& t, int64_t b) {
+    return make_view(t, {t.sizes[1], t.sizes[2]}, {t.strides[1], t.strides[2]},
+                     t.storage_offset + b * t.strides[0]);
+  };
+  if (B == 0) {  // no products: beta * self, through a gemm over nothing
+    run(out, make_view(batch1, {M, 0}, {0, 1}, batch1.storage_offset),
+        make_view(batch2, {0, N}, {0, 1}, batch2.storage_offset), alpha, beta, &bias);
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    if (b == 0) run(out, matrix(batch1, 0), matrix(batch2, 0), alpha, beta, &bias);
+    else run(out, matrix(batch1, b), matrix(batch2, b), alpha, 1.0, &out);
+  }
+  *ret0 = register_tensor(out);
 }
 
 }  // namespace ops
