@@ -176,6 +176,23 @@ def _embedding_bag(op_name):
     return adapt
 
 
+def _int_mm(s):
+    return Call("_int_mm_out", {"self": s.input, "mat2": s.args[0]},
+                lambda t, o: [o["out"], t["self"], t["mat2"]],
+                lambda t: (torch._int_mm(t["self"], t["mat2"]),), out=("out",))
+
+
+def _int_mm_samples(dtype):
+    """Hand cases (no OpInfo): int8 (M, K) @ (K, N), extreme values included."""
+    g = torch.Generator().manual_seed(5)
+    for m, k, n in [(5, 7, 3), (1, 64, 32), (33, 130, 17), (4, 0, 6), (0, 5, 2)]:
+        a = torch.randint(-128, 128, (m, k), generator=g, dtype=torch.int8)
+        b = torch.randint(-128, 128, (k, n), generator=g, dtype=torch.int8)
+        yield SampleInput(a, args=(b,))
+    yield SampleInput(torch.full((2, 300), -128, dtype=torch.int8),
+                      args=(torch.full((300, 2), -128, dtype=torch.int8),))
+
+
 def _cumulative(name):
     def adapt(s):
         dim = s.args[0] if s.args else s.kwargs["dim"]
@@ -332,6 +349,8 @@ ADAPTERS = [
     Adapter("nn.functional.scaled_dot_product_attention", "", _sdpa,
             frozenset(FLOATS)),
     Adapter("histc", "", _histc, frozenset(FLOATS)),
+    Adapter("_int_mm", "", _int_mm, frozenset({torch.int8}), samples=_int_mm_samples,
+            torch_dtypes=frozenset({torch.int8})),
     *[Adapter("nn.functional.embedding_bag", "", _embedding_bag(name), frozenset(FLOATS),
               label=name) for name in ("_embedding_bag", "_embedding_bag_forward_only")],
     Adapter("_weight_int8pack_mm", "", _weight_int8pack_mm, _REDUCED | {torch.float32},

@@ -163,3 +163,45 @@ def test_compiled_addbmm_matches_eager(model_cache):
             torch.randn(16, generator=g), torch.randn(8, 6, generator=g),
             torch.randn(3, 8, 5, generator=g), torch.randn(3, 5, 6, generator=g))
     check_model(model_cache, "op_addbmm", AddmvAddbmm(), args, rtol=1e-5, atol=1e-5)
+
+
+def int_mm(out, a, b):
+    shim.call_op("_int_mm_out", out, to_shim(a), to_shim(b), entry="cpu")
+
+
+def test_int_mm_errors():
+    a, b = torch.zeros(2, 3, dtype=torch.int8), torch.zeros(3, 4, dtype=torch.int8)
+    out = to_shim(torch.zeros(2, 4, dtype=torch.int32))
+    with pytest.raises(ShimError, match="self and mat2 must be int8"):
+        int_mm(out, a.to(torch.uint8), b)
+    with pytest.raises(ShimError, match="out must be int32"):
+        int_mm(to_shim(torch.zeros(2, 4, dtype=torch.int64)), a, b)
+    with pytest.raises(ShimError, match="needs to match mat2.size\\(0\\) but got 3 and 2"):
+        int_mm(out, a, b[:2])
+    with pytest.raises(ShimError, match="out has sizes"):
+        int_mm(to_shim(torch.zeros(2, 5, dtype=torch.int32)), a, b)
+    with pytest.raises(ShimError, match="must be 2-D"):
+        int_mm(out, a[None], b)
+    with pytest.raises(ShimError, match="overlap"):
+        int_mm(to_shim(torch.zeros(1, dtype=torch.int32).expand(2, 4)), a, b)
+
+
+def test_int_mm_into_a_transposed_out():
+    g = torch.Generator().manual_seed(1)
+    a = torch.randint(-128, 128, (5, 9), generator=g, dtype=torch.int8)
+    b = torch.randint(-128, 128, (9, 4), generator=g, dtype=torch.int8)
+    out = shim.empty_strided([5, 4], [1, 5], "int32")
+    try:
+        int_mm(out, a, b)
+        assert torch.equal(to_torch(out), torch._int_mm(a, b))
+    finally:
+        shim.delete(out)
+
+
+def test_compiled_int8_dynamic_linear_matches_eager(model_cache):
+    from op_models import Int8DynamicLinear, check_model
+
+    g = torch.Generator().manual_seed(0)
+    weight = torch.randint(-128, 128, (64, 32), generator=g, dtype=torch.int8)
+    x = torch.randn(24, 64, generator=g)
+    check_model(model_cache, "op_int_mm", Int8DynamicLinear(weight), (x,), rtol=1e-5, atol=1e-5)
