@@ -53,7 +53,6 @@ class Call:
     # torch's outputs for the inputs as torch tensors (same names)
     reference: Callable[[dict], tuple]
     out: tuple[str, ...] = ()  # an _out op's outputs, preallocated like torch's
-    compare: tuple[int, ...] | None = None  # outputs to compare (default: all)
     # torch's values from packed copies of the inputs (its kernel misreads
     # some layouts that generated code never passes it); strides still from
     # the inputs as they lie
@@ -501,7 +500,7 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
         value = call.reference(packed) if call.packed_reference else want
         exact_from = packed if call.packed_reference else inputs
         problems = []
-        for i in call.compare if call.compare is not None else range(len(want)):
+        for i in range(len(want)):
             problems += _compare(i, got[i], want[i], value[i], not call.out,
                                  lambda: call.reference(_upcast(exact_from)))
         return problems
