@@ -23,6 +23,80 @@ class TopkSort(nn.Module):
         return v, i, s, si, torch.argmax(x, dim=-1)
 
 
+class SortPermuted(nn.Module):
+    """A sort of a permuted view: the generated code checks that sort's
+    outputs come back in the view's stride order, as torch gives them."""
+
+    def forward(self, x):
+        s, si = torch.sort(x.permute(0, 2, 1), dim=1, stable=True)
+        return s * 2, si
+
+
+class AlibiScores(nn.Module):
+    """BLOOM's attention scores: the ALiBi bias plus scaled q k^T in one
+    baddbmm (beta 1, alpha 1/sqrt(head_dim))."""
+
+    def forward(self, alibi, q, k):
+        scores = torch.baddbmm(alibi, q, k.transpose(1, 2), beta=1.0, alpha=0.125)
+        return torch.softmax(scores, dim=-1)
+
+
+class Int8WeightLinear(nn.Module):
+    """A weight-only int8 linear: int8 weights, one scale per output channel."""
+
+    def __init__(self, weight: torch.Tensor, scales: torch.Tensor):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.register_buffer("scales", scales)
+
+    def forward(self, x):
+        return torch._weight_int8pack_mm(x * 2, self.weight, self.scales) + 1
+
+
+class ExpertCounts(nn.Module):
+    """MoE routing statistics: tokens per expert, from the top-2 choices."""
+
+    def forward(self, logits):
+        chosen = torch.topk(logits, 2, dim=-1).indices
+        return torch.histc(chosen.float(), bins=logits.shape[-1], min=0,
+                           max=logits.shape[-1] - 1)
+
+
+class Recommender(nn.Module):
+    """Pooled sparse features (sum and mean bags) feeding a small MLP."""
+
+    def __init__(self):
+        super().__init__()
+        self.items = nn.EmbeddingBag(100, 16, mode="sum")
+        self.users = nn.EmbeddingBag(50, 16, mode="mean", padding_idx=0)
+        self.mlp = nn.Linear(32, 1)
+
+    def forward(self, item_ids, item_offsets, user_ids):
+        pooled = torch.cat([self.items(item_ids, item_offsets), self.users(user_ids)], dim=1)
+        return torch.sigmoid(self.mlp(pooled))
+
+
+class AddmvAddbmm(nn.Module):
+    """addbmm stays a fallback call (addmv Inductor decomposes itself)."""
+
+    def forward(self, b, w, x, s, b1, b2):
+        return torch.addmv(b, w, x, beta=0.5), torch.addbmm(s, b1, b2, alpha=2.0)
+
+
+class Int8DynamicLinear(nn.Module):
+    """Dynamic int8 quantization's core: int8 activations times int8 weights
+    into int32, rescaled to float."""
+
+    def __init__(self, weight: torch.Tensor):
+        super().__init__()
+        self.register_buffer("weight", weight)
+
+    def forward(self, x):
+        scale = x.abs().amax() / 127
+        q = torch.clamp(torch.round(x / scale), -128, 127).to(torch.int8)
+        return torch._int_mm(q, self.weight).float() * scale
+
+
 class Searchsorted(nn.Module):
     def forward(self, s, v):
         return torch.searchsorted(s, v)

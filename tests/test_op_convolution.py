@@ -303,9 +303,15 @@ def test_dtype_errors():
     x, w = _t((1, 3, 8, 8)), _t((4, 3, 3, 3), np.float64)
     with pytest.raises(aotishim.ShimError, match="dtype mismatch: input is float32 but weight is float64"):
         shim.call_op("convolution", x, w, None, [1, 1], [0, 0], [1, 1], 0, [0, 0], 1, entry="cpu")
-    x, w = _t((1, 3, 8, 8), np.int32), _t((4, 3, 3, 3), np.int32)
-    with pytest.raises(aotishim.ShimError, match="unsupported dtype int32"):
-        shim.call_op("convolution", x, w, None, [1, 1], [0, 0], [1, 1], 0, [0, 0], 1, entry="cpu")
+    # The refusal names what the cpu kernel runs: no float16 there.
+    for dtype in (np.int32, np.int64, np.float16):
+        x, w = _t((1, 3, 8, 8), dtype), _t((4, 3, 3, 3), dtype)
+        name = np.dtype(dtype).name
+        with pytest.raises(aotishim.ShimError) as err:
+            shim.call_op("convolution", x, w, None, [1, 1], [0, 0], [1, 1], 0, [0, 0], 1,
+                         entry="cpu")
+        assert (f"unsupported dtype {name} for convolution on cpu "
+                "(its kernel supports float32, float64 and bfloat16)") in str(err.value)
 
 
 def test_cpu_entry_refuses_sim_tensors():

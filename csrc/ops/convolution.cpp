@@ -137,11 +137,28 @@ std::vector<int64_t> expand_list(const int64_t* values, int64_t len, const char*
   return out;
 }
 
-// What some device's kernel runs; each kernel refuses what it lacks (the cpu
-// kernel float16, the mps kernel float64) with its own clear error.
-bool conv_dtype(DType dtype) {
-  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::BFloat16 ||
-         dtype == DType::Float16;
+// The dtypes each device type's kernel runs, so that a refusal names what
+// this device takes (the kernels still refuse anything else themselves).
+std::vector<DType> conv_dtypes(DeviceType type) {
+  switch (type) {
+    case DeviceType::CUDA:  // cuDNN
+      return {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
+    case DeviceType::MPS:  // Metal has no float64
+      return {DType::Float32, DType::Float16, DType::BFloat16};
+    default:  // the host kernel (sim runs it too)
+      return {DType::Float32, DType::Float64, DType::BFloat16};
+  }
+}
+
+void check_conv_dtype(const Device& device, DType dtype) {
+  const std::vector<DType> takes = conv_dtypes(device.type());
+  if (std::find(takes.begin(), takes.end(), dtype) != takes.end()) return;
+  std::string names;
+  for (size_t i = 0; i < takes.size(); ++i)
+    names += std::string(i == 0 ? "" : i + 1 == takes.size() ? " and " : ", ") +
+             dtype_name(takes[i]);
+  fail(str("unsupported dtype ", dtype_name(dtype), " for convolution on ",
+           device_type_name(device.type()), " (its kernel supports ", names, ")"));
 }
 
 }  // namespace
@@ -180,8 +197,7 @@ void convolution(const OpCall& call, AtenTensorHandle input_h, AtenTensorHandle 
     AOTISHIM_CHECK(t->dtype == input.dtype, "dtype mismatch: input is ", dtype_name(input.dtype),
                    " but ", name, " is ", dtype_name(t->dtype));
   }
-  AOTISHIM_CHECK(conv_dtype(input.dtype), "unsupported dtype ", dtype_name(input.dtype),
-                 " (convolution supports float32, float64, float16 and bfloat16)");
+  check_conv_dtype(input.device(), input.dtype);
 
   const int64_t spatial = nd - 2;
   a.stride = expand_list(stride, stride_len, "stride", spatial);

@@ -1,4 +1,4 @@
-// mm / addmm / bmm for every device: validation, broadcasting of addmm's
+// mm / addmm / bmm / baddbmm / addmv / addbmm for every device: validation, broadcasting of addmm's
 // bias and overlap handling live here, once; the device's gemm kernel then
 // runs one batched GemmArgs on its stream. Views are never copied on the host: every byte
 // moved goes through the device's copy or gemm, so asynchronous devices see
@@ -13,6 +13,7 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/handle_registry.h"
 #include "ops/fallback_ops.h"
 
 namespace aotishim {
@@ -84,14 +85,16 @@ Tensor as_batch(const Tensor& t) {
                    t.storage_offset);
 }
 
-// addmm's self broadcast to (M, N) as a stride-0 view: (N,), (1, N), (M, 1),
-// (M, N), 0-d and size-1 shapes.
-Tensor expand_bias(const Tensor& self, int64_t M, int64_t N) {
-  const std::vector<int64_t> target = {M, N};
-  AOTISHIM_CHECK(self.dim() <= 2, "self must have at most 2 dimensions to broadcast to ",
-                 shape_string(target), ", got sizes ", shape_string(self.sizes));
-  std::vector<int64_t> strides = {0, 0};
-  const int64_t lead = 2 - self.dim();
+// addmm's / baddbmm's self broadcast to the result's sizes (2-D or 3-D) as
+// a stride-0 view, by torch's rules: trailing dims match or are 1, missing
+// leading dims are added.
+Tensor expand_bias(const Tensor& self, const std::vector<int64_t>& target) {
+  const int64_t rank = static_cast<int64_t>(target.size());
+  AOTISHIM_CHECK(self.dim() <= rank, "self must have at most ", rank,
+                 " dimensions to broadcast to ", shape_string(target), ", got sizes ",
+                 shape_string(self.sizes));
+  std::vector<int64_t> strides(target.size(), 0);
+  const int64_t lead = rank - self.dim();
   for (int64_t d = 0; d < self.dim(); ++d) {
     const int64_t size = self.sizes[d], want = target[d + lead];
     AOTISHIM_CHECK(size == want || size == 1, "self of sizes ", shape_string(self.sizes),
@@ -125,8 +128,8 @@ void run(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, doub
   Tensor target = via_temp ? make_empty(device, out.dtype, out.sizes) : out;
   // addmm's usual bias, a vector added to every row, goes to a kernel that
   // adds it in the product's epilogue; any other is copied into out first.
-  const bool fuse_bias = read_bias && !bias_in_place && beta == 1.0 && is_row_vector(*bias) &&
-                         device.gemm_fuses_row_bias();
+  const bool fuse_bias = read_bias && !bias_in_place && beta == 1.0 && bias->dim() == 2 &&
+                         is_row_vector(*bias) && device.gemm_fuses_row_bias();
   if (read_bias && !fuse_bias && !(bias_in_place && !via_temp)) device.copy(target, *bias);
 
   GemmArgs args;
@@ -176,7 +179,7 @@ void addmm_out(const OpCall& call, AtenTensorHandle out_h, AtenTensorHandle self
                  " and ", mat2.sizes[0], " differ)");
   const int64_t M = mat1.sizes[0], N = mat2.sizes[1];
   check_out_shape(out, {M, N});
-  const Tensor bias = expand_bias(self, M, N);  // validated even when beta == 0
+  const Tensor bias = expand_bias(self, {M, N});  // validated even when beta == 0
   run(out, mat1, mat2, alpha, beta, &bias);
 }
 
@@ -196,6 +199,86 @@ void bmm_out(const OpCall& call, AtenTensorHandle out_h, AtenTensorHandle self_h
                  " and ", mat2.sizes[1], " differ)");
   check_out_shape(out, {self.sizes[0], self.sizes[1], mat2.sizes[2]});
   run(out, self, mat2, 1.0, 0.0, nullptr);
+}
+
+void baddbmm_out(const OpCall& call, AtenTensorHandle out_h, AtenTensorHandle self_h,
+                 AtenTensorHandle batch1_h, AtenTensorHandle batch2_h, double beta, double alpha) {
+  auto out_p = call.tensor(out_h, "out"), self_p = call.tensor(self_h, "self");
+  auto b1_p = call.tensor(batch1_h, "batch1"), b2_p = call.tensor(batch2_h, "batch2");
+  const Tensor &out = *out_p, &self = *self_p, &batch1 = *b1_p, &batch2 = *b2_p;
+  check_operands({"out", out}, {{"self", self}, {"batch1", batch1}, {"batch2", batch2}});
+  check_rank({"batch1", batch1}, 3);
+  check_rank({"batch2", batch2}, 3);
+  check_rank({"out", out}, 3);
+  AOTISHIM_CHECK(batch1.sizes[0] == batch2.sizes[0], "batch sizes differ: batch1 has ",
+                 batch1.sizes[0], " matrices, batch2 has ", batch2.sizes[0]);
+  AOTISHIM_CHECK(batch1.sizes[2] == batch2.sizes[1], "batch1 ", shape_string(batch1.sizes),
+                 " and batch2 ", shape_string(batch2.sizes),
+                 " cannot be multiplied (inner dimensions ", batch1.sizes[2], " and ",
+                 batch2.sizes[1], " differ)");
+  const std::vector<int64_t> sizes = {batch1.sizes[0], batch1.sizes[1], batch2.sizes[2]};
+  check_out_shape(out, sizes);
+  const Tensor bias = expand_bias(self, sizes);  // validated even when beta == 0
+  run(out, batch1, batch2, alpha, beta, &bias);
+}
+
+// out (M,) = beta * self + alpha * mat @ vec: one gemm, vec seen as a
+// (K, 1) matrix and out and self as (M, 1) ones.
+void addmv(const OpCall& call, AtenTensorHandle self_h, AtenTensorHandle mat_h,
+           AtenTensorHandle vec_h, double beta, double alpha, AtenTensorHandle* ret0) {
+  require_out(ret0, "ret0");
+  auto self_p = call.tensor(self_h, "self"), mat_p = call.tensor(mat_h, "mat");
+  auto vec_p = call.tensor(vec_h, "vec");
+  const Tensor &self = *self_p, &mat = *mat_p, &vec = *vec_p;
+  check_operands({"self", self}, {{"mat", mat}, {"vec", vec}});
+  check_rank({"mat", mat}, 2);
+  check_rank({"vec", vec}, 1);
+  AOTISHIM_CHECK(mat.sizes[1] == vec.sizes[0], "mat ", shape_string(mat.sizes), " and vec ",
+                 shape_string(vec.sizes), " cannot be multiplied (", mat.sizes[1], " columns, ",
+                 vec.sizes[0], " elements)");
+  const int64_t M = mat.sizes[0], K = mat.sizes[1];
+  const Tensor bias = expand_bias(self, {M});  // validated even when beta == 0
+  Tensor out = make_empty(self.device(), self.dtype, {M});
+  const Tensor bias_2d = make_view(bias, {M, 1}, {bias.strides[0], 1}, bias.storage_offset);
+  run(make_view(out, {M, 1}, {1, 1}, 0), mat,
+      make_view(vec, {K, 1}, {vec.strides[0], 1}, vec.storage_offset), alpha, beta, &bias_2d);
+  *ret0 = register_tensor(out);
+}
+
+// out (M, N) = beta * self + alpha * sum_b batch1[b] @ batch2[b], one gemm
+// per batch accumulating into out, as torch's CPU addbmm does (so a
+// reduced-precision out is rounded after each batch there too).
+void addbmm(const OpCall& call, AtenTensorHandle self_h, AtenTensorHandle batch1_h,
+            AtenTensorHandle batch2_h, double beta, double alpha, AtenTensorHandle* ret0) {
+  require_out(ret0, "ret0");
+  auto self_p = call.tensor(self_h, "self"), b1_p = call.tensor(batch1_h, "batch1");
+  auto b2_p = call.tensor(batch2_h, "batch2");
+  const Tensor &self = *self_p, &batch1 = *b1_p, &batch2 = *b2_p;
+  check_operands({"self", self}, {{"batch1", batch1}, {"batch2", batch2}});
+  check_rank({"batch1", batch1}, 3);
+  check_rank({"batch2", batch2}, 3);
+  AOTISHIM_CHECK(batch1.sizes[0] == batch2.sizes[0], "batch sizes differ: batch1 has ",
+                 batch1.sizes[0], " matrices, batch2 has ", batch2.sizes[0]);
+  AOTISHIM_CHECK(batch1.sizes[2] == batch2.sizes[1], "batch1 ", shape_string(batch1.sizes),
+                 " and batch2 ", shape_string(batch2.sizes),
+                 " cannot be multiplied (inner dimensions ", batch1.sizes[2], " and ",
+                 batch2.sizes[1], " differ)");
+  const int64_t B = batch1.sizes[0], M = batch1.sizes[1], N = batch2.sizes[2];
+  const Tensor bias = expand_bias(self, {M, N});  // validated even when beta == 0
+  Tensor out = make_empty(self.device(), self.dtype, {M, N});
+  const auto matrix = [](const Tensor& t, int64_t b) {
+    return make_view(t, {t.sizes[1], t.sizes[2]}, {t.strides[1], t.strides[2]},
+                     t.storage_offset + b * t.strides[0]);
+  };
+  if (B == 0) {  // no products: beta * self, through a gemm over nothing
+    run(out, make_view(batch1, {M, 0}, {0, 1}, batch1.storage_offset),
+        make_view(batch2, {0, N}, {0, 1}, batch2.storage_offset), alpha, beta, &bias);
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    if (b == 0) run(out, matrix(batch1, 0), matrix(batch2, 0), alpha, beta, &bias);
+    else run(out, matrix(batch1, b), matrix(batch2, b), alpha, 1.0, &out);
+  }
+  *ret0 = register_tensor(out);
 }
 
 }  // namespace ops

@@ -121,7 +121,9 @@ void _scaled_dot_product_flash_attention_for_cpu(const OpCall& call, AtenTensorH
 
   const std::vector<int64_t> out_sizes = {B, H, L, Ev};
   Tensor out = make_empty(q.device(), q.dtype, out_sizes, strides_like(q, out_sizes));
-  Tensor lse = make_empty(q.device(), DType::Float32, {B, H, L}, {L * H, 1, H});
+  // torch's CPU kernel: logsumexp in float64 for float64, else float32.
+  const DType lse_dtype = q.dtype == DType::Float64 ? DType::Float64 : DType::Float32;
+  Tensor lse = make_empty(q.device(), lse_dtype, {B, H, L}, {L * H, 1, H});
   if (out.numel() > 0) {
     args.out = out;
     args.lse = lse;

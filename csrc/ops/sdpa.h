@@ -11,7 +11,8 @@ namespace aotishim {
 
 // out[b, h, i] = softmax_j(scale * q[b, h, i] . k[b, h/g, j] + mask[b, h, i, j]) v[b, h/g, j]
 // with g = H / Hkv (grouped-query attention when Hkv < H) and
-// lse[b, h, i] = log sum_j exp(scale * q . k + mask), the logsumexp (float32).
+// lse[b, h, i] = log sum_j exp(scale * q . k + mask), the logsumexp (float64 for
+// float64 inputs, float32 otherwise, as torch's CPU kernel gives it).
 // q (B, H, L, E), k (B, Hkv, S, E), v (B, Hkv, S, Ev), out (B, H, L, Ev),
 // lse (B, H, L): views with any strides; q, k, v and out share one dtype.
 // mask: absent (numel 0) or already broadcast to (B, H, L, S) (stride-0 views),

@@ -1,11 +1,13 @@
 // topk / sort validation: dims as torch wraps them, k in range, outputs
-// allocated contiguous on self's device (the layout AOTInductor's generated
-// code assumes for these ops).
+// allocated on self's device in the layout torch gives them (the layout
+// AOTInductor's generated code assumes): topk's contiguous, sort's in self's
+// own dimension order.
 #include "ops/sorting.h"
 
 #include "core/device.h"
 #include "core/error.h"
 #include "core/handle_registry.h"
+#include "core/strided.h"
 #include "ops/dims.h"
 #include "ops/fallback_ops.h"
 
@@ -53,8 +55,13 @@ void sort_stable(const OpCall& call, AtenTensorHandle self_h, int32_t* stable, i
   args.descending = descending != 0;
   args.stable = stable != nullptr && *stable != 0;
   Device& device = self.device();
-  args.values = make_empty(device, self.dtype, self.sizes);
-  args.indices = make_empty(device, DType::Int64, self.sizes);
+  // torch: a dense self's strides exactly (size-1 dims included), else dense
+  // strides in self's dimension order; values and indices alike.
+  const std::vector<int64_t> strides = self.is_non_overlapping_and_dense()
+                                           ? self.strides
+                                           : dense_strides_like(self.sizes, self.strides);
+  args.values = make_empty(device, self.dtype, self.sizes, strides);
+  args.indices = make_empty(device, DType::Int64, self.sizes, strides);
   if (self.numel() > 0) sort_kernel.run(device, args);
   *ret0 = register_tensor(args.values);
   *ret1 = register_tensor(args.indices);

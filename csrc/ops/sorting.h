@@ -20,7 +20,8 @@ struct TopkArgs {
   bool sorted = true;
 };
 
-// values/indices (self's sizes, contiguous) = every line of self along dim in
+// values/indices (self's sizes; self's strides when self is dense, else dense
+// in self's dimension order, as torch lays them out) = every line of self along dim in
 // ascending (descending) order; `stable` keeps equal elements in their order.
 struct SortArgs {
   Tensor self, values, indices;

@@ -230,9 +230,10 @@ void attention(const SdpaArgs& a) {
         char* orow = a.out.data() + (b * a.out.strides[0] + h * a.out.strides[1] +
                                      i * a.out.strides[2]) * static_cast<int64_t>(a.out.itemsize());
         store_row(orow, a.out.strides[3], a.out.dtype, o.data() + r * Ev, Ev, inv);
-        float* lrow = reinterpret_cast<float*>(a.lse.data()) + b * a.lse.strides[0] +
-                      h * a.lse.strides[1] + i * a.lse.strides[2];
-        *lrow = static_cast<float>(m[r] + std::log(l[r]));
+        const int64_t lse_at = b * a.lse.strides[0] + h * a.lse.strides[1] + i * a.lse.strides[2];
+        const T lse = m[r] + std::log(l[r]);
+        if (a.lse.dtype == DType::Float64) reinterpret_cast<double*>(a.lse.data())[lse_at] = lse;
+        else reinterpret_cast<float*>(a.lse.data())[lse_at] = static_cast<float>(lse);
         if (a.has_probs) write_probs(a, q.data() + r * E, b, h, hk, i, m[r] + std::log(l[r]));
       }
     }

@@ -1,0 +1,510 @@
+"""torch's OpInfo samples as calls of aotishim's fallback ops.
+
+Every fallback op with a kernel gets an adapter: it reads one OpInfo
+SampleInput (torch's own test inputs for the public function the op serves)
+and returns a ``Call``: the op's tensor inputs by name, how to pass them to
+``shim.call_op`` in the shim's argument order, and torch's answer for the
+same inputs (the aten op that AOTInductor's fallback stands for). A sample
+the op cannot receive from generated code (an unbatched convolution, a
+scalar ``values`` for searchsorted, dropout) gives ``None``.
+
+``run_case`` then calls the op on a device with the inputs in one layout
+(the sample's own, strided with NaN in the gaps, reversed memory order, at a
+storage offset, channels-last) and lists every difference from torch:
+dtypes, sizes, the strides of outputs the op allocates, values (floats with
+torch's default tolerances, integers and indices exactly). A device other
+than the cpu plugs in through ``device``: inputs are made there and the
+op's ``aoti_torch_<device>_*`` entry is called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import ml_dtypes
+import numpy as np
+import torch
+from torch.testing._internal.opinfo.core import SampleInput
+
+from aotishim import shim
+from aotishim._core import ShimError
+
+# dtypes the shim ABI carries (aotishim has no complex tensors).
+SHIM_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
+               torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32",
+               torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
+               torch.bool: "bool"}
+DTYPE_CODES = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4,
+               torch.float16: 5, torch.float32: 6, torch.float64: 7, torch.bool: 11,
+               torch.bfloat16: 15}
+FLOATS = {torch.float32, torch.float64, torch.float16, torch.bfloat16}
+INTS = {torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8}
+LAYOUTS = ("sample", "gaps", "reversed", "offset", "channels_last")
+
+
+@dataclass
+class Call:
+    op: str  # the fallback op
+    inputs: dict[str, torch.Tensor | None]
+    # shim argument list from the inputs as shim tensors (None stays None) and
+    # the preallocated outputs of an _out op
+    args: Callable[[dict, dict], list]
+    # torch's outputs for the inputs as torch tensors (same names)
+    reference: Callable[[dict], tuple]
+    out: tuple[str, ...] = ()  # an _out op's outputs, preallocated like torch's
+    # torch's values from packed copies of the inputs (its kernel misreads
+    # some layouts that generated code never passes it); strides still from
+    # the inputs as they lie
+    packed_reference: bool = False
+    # inputs torch's op only ever gets as packed copies (it misreads or
+    # crashes on some views of them that AOTInductor never passes it)
+    torch_packed: tuple[str, ...] = ()
+
+
+# ------------------------------------------------------------------ adapters
+
+
+def _listify(v, n):
+    return [int(x) for x in v] if isinstance(v, (tuple, list)) else [int(v)] * n
+
+
+def _mm(s):
+    return Call("mm_out", {"self": s.input, "mat2": s.args[0]},
+                lambda t, o: [o["out"], t["self"], t["mat2"]],
+                lambda t: (torch.mm(t["self"], t["mat2"]),), out=("out",))
+
+
+def _bmm(s):
+    return Call("bmm_out", {"self": s.input, "mat2": s.args[0]},
+                lambda t, o: [o["out"], t["self"], t["mat2"]],
+                lambda t: (torch.bmm(t["self"], t["mat2"]),), out=("out",))
+
+
+def _addmm(s):
+    beta, alpha = s.kwargs.get("beta", 1), s.kwargs.get("alpha", 1)
+    return Call("addmm_out", {"self": s.input, "mat1": s.args[0], "mat2": s.args[1]},
+                lambda t, o: [o["out"], t["self"], t["mat1"], t["mat2"], float(beta),
+                              float(alpha)],
+                lambda t: (torch.addmm(t["self"], t["mat1"], t["mat2"], beta=beta, alpha=alpha),),
+                out=("out",))
+
+
+def _baddbmm(s):
+    beta, alpha = s.kwargs.get("beta", 1), s.kwargs.get("alpha", 1)
+    return Call("baddbmm_out", {"self": s.input, "batch1": s.args[0], "batch2": s.args[1]},
+                lambda t, o: [o["out"], t["self"], t["batch1"], t["batch2"], float(beta),
+                              float(alpha)],
+                lambda t: (torch.baddbmm(t["self"], t["batch1"], t["batch2"], beta=beta,
+                                         alpha=alpha),), out=("out",))
+
+
+def _addmv(s):
+    beta, alpha = s.kwargs.get("beta", 1), s.kwargs.get("alpha", 1)
+    return Call("addmv", {"self": s.input, "mat": s.args[0], "vec": s.args[1]},
+                lambda t, o: [t["self"], t["mat"], t["vec"], float(beta), float(alpha)],
+                lambda t: (torch.addmv(t["self"], t["mat"], t["vec"], beta=beta, alpha=alpha),))
+
+
+def _addbmm(s):
+    beta, alpha = s.kwargs.get("beta", 1), s.kwargs.get("alpha", 1)
+    return Call("addbmm", {"self": s.input, "batch1": s.args[0], "batch2": s.args[1]},
+                lambda t, o: [t["self"], t["batch1"], t["batch2"], float(beta), float(alpha)],
+                lambda t: (torch.addbmm(t["self"], t["batch1"], t["batch2"], beta=beta,
+                                        alpha=alpha),))
+
+
+def _histc(s):
+    a = dict(zip(["bins", "min", "max"], s.args)) | s.kwargs
+    bins, lo, hi = a.get("bins", 100), a.get("min", 0), a.get("max", 0)
+    return Call("histc", {"self": s.input}, lambda t, o: [t["self"], bins, float(lo), float(hi)],
+                lambda t: (torch.histc(t["self"], bins, lo, hi),))
+
+
+def _weight_int8pack_mm(s):
+    return Call("_weight_int8pack_mm", {"self": s.input, "mat2": s.args[0], "scales": s.args[1]},
+                lambda t, o: [t["self"], t["mat2"], t["scales"]],
+                lambda t: (torch._weight_int8pack_mm(t["self"], t["mat2"], t["scales"]),),
+                # torch's kernel refuses views with gaps, and reads bfloat16 at
+                # a storage offset out of bounds (a crash); ours takes any
+                # layout, and the output is fresh and packed whatever it is
+                torch_packed=("self", "mat2", "scales"))
+
+
+def _weight_int8pack_samples(dtype):
+    """Hand cases (no OpInfo): (M, K) activations, (N, K) int8 weights, (N,)
+    scales; K = 0 and M = 0 too. K is a multiple of 16: torch's kernel reads
+    past the end of other rows (and crashes); tests/test_op_gemm_variants.py
+    checks those sizes against a float64 answer."""
+    g = torch.Generator().manual_seed(3)
+    for m, n, k in [(5, 7, 64), (1, 32, 48), (17, 3, 16), (4, 6, 0), (0, 5, 32), (33, 65, 128)]:
+        x = torch.randn(m, k, generator=g).to(dtype)
+        w = torch.randint(-128, 128, (n, k), generator=g, dtype=torch.int8)
+        scales = (torch.rand(n, generator=g) / 64).to(dtype)
+        yield SampleInput(x, args=(w, scales))
+
+
+def _embedding_bag(op_name):
+    """F.embedding_bag's sample as the aten op it calls: 2-D input flattened
+    into bags of equal length, a negative padding_idx counted from the end."""
+    aten = getattr(torch.ops.aten, op_name)
+
+    def adapt(s):
+        weight, idx, kw = s.input, s.args[0], s.kwargs
+        if kw.get("max_norm") is not None:
+            return None  # renormalises weight in place first: not this op alone
+        offsets, psw = kw.get("offsets"), kw.get("per_sample_weights")
+        if idx.dim() == 2:
+            offsets = torch.arange(0, idx.numel(), idx.shape[1], dtype=idx.dtype)
+            idx = idx.reshape(-1)
+            psw = None if psw is None else psw.reshape(-1)
+        mode = {"sum": 0, "mean": 1, "max": 2}[kw.get("mode", "mean")]
+        pad = kw.get("padding_idx")
+        pad = -1 if pad is None else (pad + weight.shape[0] if pad < 0 else pad)
+        last = bool(kw.get("include_last_offset", False))
+        return Call(op_name, {"weight": weight, "indices": idx, "offsets": offsets,
+                              "per_sample_weights": psw},
+                    lambda t, o: [t["weight"], t["indices"], t["offsets"], 0, mode, 0,
+                                  t["per_sample_weights"], int(last), pad],
+                    lambda t: tuple(aten(t["weight"], t["indices"], t["offsets"], False, mode,
+                                         False, t["per_sample_weights"], last, pad)),
+                    # torch's kernel reads indices and offsets as if packed (a
+                    # strided view gives wrong sums; AOTInductor passes them
+                    # packed)
+                    torch_packed=("indices", "offsets"))
+    return adapt
+
+
+def _int_mm(s):
+    return Call("_int_mm_out", {"self": s.input, "mat2": s.args[0]},
+                lambda t, o: [o["out"], t["self"], t["mat2"]],
+                lambda t: (torch._int_mm(t["self"], t["mat2"]),), out=("out",))
+
+
+def _int_mm_samples(dtype):
+    """Hand cases (no OpInfo): int8 (M, K) @ (K, N), extreme values included."""
+    g = torch.Generator().manual_seed(5)
+    for m, k, n in [(5, 7, 3), (1, 64, 32), (33, 130, 17), (4, 0, 6), (0, 5, 2)]:
+        a = torch.randint(-128, 128, (m, k), generator=g, dtype=torch.int8)
+        b = torch.randint(-128, 128, (k, n), generator=g, dtype=torch.int8)
+        yield SampleInput(a, args=(b,))
+    yield SampleInput(torch.full((2, 300), -128, dtype=torch.int8),
+                      args=(torch.full((300, 2), -128, dtype=torch.int8),))
+
+
+def _cumulative(name):
+    def adapt(s):
+        dim = s.args[0] if s.args else s.kwargs["dim"]
+        dtype = s.kwargs.get("dtype")
+        if dtype is not None and dtype not in DTYPE_CODES:
+            return None
+        fn = getattr(torch, name)
+        return Call(name, {"self": s.input},
+                    lambda t, o: [t["self"], dim, None if dtype is None else DTYPE_CODES[dtype]],
+                    lambda t: (fn(t["self"], dim, dtype=dtype),))
+    return adapt
+
+
+def _topk(s):
+    names = ["k", "dim", "largest", "sorted"]
+    a = dict(zip(names, s.args)) | s.kwargs
+    k, dim = a["k"], a.get("dim", -1)
+    largest, sorted_ = a.get("largest", True), a.get("sorted", True)
+    return Call("topk", {"self": s.input},
+                lambda t, o: [t["self"], k, dim, int(largest), int(sorted_)],
+                lambda t: tuple(torch.topk(t["self"], k, dim, largest, sorted_)))
+
+
+def _sort(s):
+    a = dict(zip(["dim", "descending"], s.args)) | s.kwargs
+    dim, descending, stable = a.get("dim", -1), a.get("descending", False), a.get("stable")
+    return Call("sort_stable", {"self": s.input},
+                lambda t, o: [t["self"], None if stable is None else int(stable), dim,
+                              int(descending)],
+                lambda t: tuple(torch.sort(t["self"], dim=dim, descending=descending,
+                                           stable=stable)))
+
+
+def _searchsorted(s):
+    values = s.args[0] if s.args else s.kwargs.get("input")
+    if not isinstance(values, torch.Tensor):
+        return None  # searchsorted.Scalar: another op
+    kw = s.kwargs
+    out_int32, right, side = kw.get("out_int32", False), kw.get("right", False), kw.get("side")
+    return Call("searchsorted_Tensor",
+                {"sorted_sequence": s.input, "self": values, "sorter": kw.get("sorter")},
+                lambda t, o: [t["sorted_sequence"], t["self"], int(out_int32), int(right), side,
+                              t["sorter"]],
+                lambda t: (torch.searchsorted(t["sorted_sequence"], t["self"],
+                                              out_int32=out_int32, right=right, side=side,
+                                              sorter=t["sorter"]),))
+
+
+def _nonzero(s):
+    if s.kwargs.get("as_tuple"):
+        return None
+    return Call("nonzero", {"self": s.input}, lambda t, o: [t["self"]],
+                lambda t: (torch.nonzero(t["self"]),))
+
+
+def _masked_select(s):
+    return Call("masked_select", {"self": s.input, "mask": s.args[0]},
+                lambda t, o: [t["self"], t["mask"]],
+                lambda t: (torch.masked_select(t["self"], t["mask"]),))
+
+
+def _scatter_reduce(s):
+    dim, index, src, reduce = s.args
+    include_self = s.kwargs.get("include_self", True)
+    return Call("scatter_reduce_two_out", {"self": s.input, "index": index, "src": src},
+                lambda t, o: [o["out"], t["self"], dim, t["index"], t["src"], reduce,
+                              int(include_self)],
+                lambda t: (torch.scatter_reduce(t["self"], dim, t["index"], t["src"], reduce,
+                                                include_self=include_self),),
+                out=("out",))
+
+
+def _conv(spatial, transposed):
+    names = (["weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"]
+             if transposed else ["weight", "bias", "stride", "padding", "dilation", "groups"])
+
+    def adapt(s):
+        a = dict(zip(names, s.args)) | s.kwargs
+        if s.input.dim() != spatial + 2 or isinstance(a.get("padding", 0), str):
+            return None  # unbatched, or padding="same"/"valid": not aten.convolution's form
+        stride = _listify(a.get("stride", 1), spatial)
+        padding = _listify(a.get("padding", 0), spatial)
+        dilation = _listify(a.get("dilation", 1), spatial)
+        output_padding = _listify(a.get("output_padding", 0), spatial)
+        groups = int(a.get("groups", 1))
+        return Call("convolution", {"input": s.input, "weight": a["weight"], "bias": a.get("bias")},
+                    lambda t, o: [t["input"], t["weight"], t["bias"], stride, padding, dilation,
+                                  int(transposed), output_padding, groups],
+                    lambda t: (torch.ops.aten.convolution(
+                        t["input"], t["weight"], t["bias"], stride, padding, dilation, transposed,
+                        output_padding, groups),))
+    return adapt
+
+
+def _sdpa(s):
+    a = dict(zip(["attn_mask", "dropout_p", "is_causal"], s.args[2:])) | s.kwargs
+    q, k, v = s.input, s.args[0], s.args[1]
+    if a.get("dropout_p", 0.0) != 0.0 or q.dim() != 4:
+        return None  # random, or not the 4-D (B, H, L, E) form the op takes
+    causal, scale = bool(a.get("is_causal", False)), a.get("scale")
+    return Call("_scaled_dot_product_flash_attention_for_cpu",
+                {"query": q, "key": k, "value": v, "attn_mask": a.get("attn_mask")},
+                lambda t, o: [t["query"], t["key"], t["value"], 0.0, int(causal), t["attn_mask"],
+                              scale],
+                lambda t: tuple(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+                    t["query"], t["key"], t["value"], 0.0, causal, attn_mask=t["attn_mask"],
+                    scale=scale)),
+                # torch's kernel reads every head row as unit-stride: a query
+                # with gaps gives it NaN (AOTInductor passes unit-stride rows)
+                packed_reference=True)
+
+
+@dataclass(frozen=True)
+class Adapter:
+    opinfo: str  # OpInfo name (or the op's, for hand cases)
+    variant: str  # OpInfo variant_test_name
+    adapt: Callable
+    # dtypes the cpu kernel runs; torch's others must be refused with an error
+    dtypes: frozenset
+    # hand cases where torch has no OpInfo: dtype -> SampleInputs, and the
+    # dtypes torch's op takes
+    samples: Callable | None = None
+    torch_dtypes: frozenset = frozenset()
+    label: str = ""  # the test's name when several ops serve one OpInfo
+
+    @property
+    def name(self) -> str:
+        return self.label or self.opinfo + (f".{self.variant}" if self.variant else "")
+
+
+_FLOAT3 = frozenset({torch.float32, torch.float64, torch.bfloat16})
+_GEMM = frozenset({torch.float32, torch.float64, torch.bfloat16, torch.float16})
+_NUMERIC = frozenset(FLOATS | INTS)
+_REDUCED = frozenset({torch.bfloat16, torch.float16})
+
+ADAPTERS = [
+    Adapter("mm", "", _mm, _GEMM),
+    Adapter("bmm", "", _bmm, _GEMM),
+    Adapter("addmm", "", _addmm, _GEMM),
+    Adapter("baddbmm", "", _baddbmm, _GEMM),
+    Adapter("addmv", "", _addmv, _GEMM),
+    Adapter("addbmm", "", _addbmm, _GEMM),
+    Adapter("cumsum", "", _cumulative("cumsum"), _NUMERIC),
+    Adapter("cumprod", "", _cumulative("cumprod"), _NUMERIC),
+    Adapter("topk", "", _topk, _NUMERIC),
+    Adapter("sort", "", _sort, _NUMERIC | {torch.bool}),
+    Adapter("searchsorted", "", _searchsorted, _NUMERIC),
+    Adapter("nonzero", "", _nonzero, _NUMERIC | {torch.bool}),
+    Adapter("masked_select", "", _masked_select, _NUMERIC | {torch.bool}),
+    *[Adapter("scatter_reduce", r, _scatter_reduce, _NUMERIC)
+      for r in ("sum", "prod", "mean", "amax", "amin")],
+    *[Adapter(f"nn.functional.conv{'_transpose' if tr else ''}{n}d", "", _conv(n, tr), _FLOAT3)
+      for tr in (False, True) for n in (1, 2, 3)],
+    Adapter("nn.functional.scaled_dot_product_attention", "", _sdpa,
+            frozenset(FLOATS)),
+    Adapter("histc", "", _histc, frozenset(FLOATS)),
+    Adapter("_int_mm", "", _int_mm, frozenset({torch.int8}), samples=_int_mm_samples,
+            torch_dtypes=frozenset({torch.int8})),
+    *[Adapter("nn.functional.embedding_bag", "", _embedding_bag(name), frozenset(FLOATS),
+              label=name) for name in ("_embedding_bag", "_embedding_bag_forward_only")],
+    Adapter("_weight_int8pack_mm", "", _weight_int8pack_mm, _REDUCED | {torch.float32},
+            samples=_weight_int8pack_samples, torch_dtypes=_REDUCED | {torch.float32}),
+]
+
+
+# ------------------------------------------------------------------ layouts
+
+
+def _filler(dtype):
+    if dtype in FLOATS:
+        return float("nan")
+    if dtype == torch.bool:
+        return True
+    return torch.iinfo(dtype).max
+
+
+def in_layout(t: torch.Tensor | None, layout: str) -> torch.Tensor | None:
+    """t's values in another memory layout (None: the layout does not apply)."""
+    if t is None or layout == "sample":
+        return t
+    if layout == "gaps":  # every other element of the last dim; NaN between
+        if t.dim() == 0:
+            return None
+        buf = torch.full(t.shape[:-1] + (2 * t.shape[-1],), _filler(t.dtype), dtype=t.dtype)
+        view = buf[..., ::2]
+        view.copy_(t)
+        return view
+    if layout == "reversed":  # dims in memory in reverse order
+        if t.dim() < 2:
+            return None
+        rev = list(range(t.dim()))[::-1]
+        return t.permute(rev).contiguous().permute(rev)
+    if layout == "offset":
+        buf = torch.full((t.numel() + 3,), _filler(t.dtype), dtype=t.dtype)
+        view = buf[3:].view(t.shape)
+        view.copy_(t)
+        return view
+    if layout == "channels_last":
+        if t.dim() == 4:
+            return t.contiguous(memory_format=torch.channels_last)
+        if t.dim() == 5:
+            return t.contiguous(memory_format=torch.channels_last_3d)
+        return None
+    raise ValueError(layout)
+
+
+# ------------------------------------------------------------------ shim side
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    t = t.detach().contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16).copy()
+    return t.numpy().copy()
+
+
+def to_device(t: torch.Tensor, device: str) -> shim.Tensor:
+    """A shim view on `device` with t's sizes, strides and storage offset
+    over a copy of t's whole storage (gaps included)."""
+    storage = t.untyped_storage()
+    n = storage.nbytes() // t.element_size()
+    flat = torch.empty(0, dtype=t.dtype).set_(storage, 0, (n,), (1,))
+    base = shim.from_numpy(_numpy(flat), copy=True, device=device)
+    view = shim.reinterpret_tensor(base, list(t.shape), list(t.stride()), t.storage_offset())
+    shim.delete(base)
+    return view
+
+
+def from_device(t: shim.Tensor) -> torch.Tensor:
+    a = shim.to_numpy(t)
+    if a.dtype == ml_dtypes.bfloat16:
+        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(a.copy())
+
+
+def _within_torch_error(got, want, exact) -> bool:
+    """For float16/bfloat16: is ours at least as close to the float64 answer
+    as torch's own result (which rounds intermediates in some kernels)?"""
+    exact = exact.double()
+    ours = (got.double() - exact).abs().nan_to_num(0).max()
+    theirs = (want.double() - exact).abs().nan_to_num(0).max()
+    return bool(ours <= theirs) and bool(torch.equal(got.isnan(), want.isnan()))
+
+
+def _compare(i, got: shim.Tensor, want: torch.Tensor, value: torch.Tensor, check_strides: bool,
+             exact: Callable) -> list[str]:
+    """got against torch: dtype, sizes, strides (of outputs the op made) from
+    `want`, values from `value`; `exact()`: the float64 answer."""
+    if got.dtype != SHIM_DTYPES.get(want.dtype):
+        return [f"output {i}: dtype {got.dtype}, torch {want.dtype}"]
+    if got.sizes != list(want.shape):
+        return [f"output {i}: sizes {got.sizes}, torch {list(want.shape)}"]
+    problems = []
+    if check_strides and want.numel() > 1 and got.strides != list(want.stride()):
+        problems.append(f"output {i}: strides {got.strides}, torch {list(want.stride())}")
+    values = from_device(got)
+    try:
+        torch.testing.assert_close(values, value.contiguous(), equal_nan=True, check_stride=False)
+    except AssertionError as e:
+        if not (want.dtype in (torch.float16, torch.bfloat16)
+                and _within_torch_error(values, value, exact()[i])):
+            problems.append(f"output {i}: values differ: {str(e).splitlines()[2:4]}")
+    return problems
+
+
+def _upcast(inputs: dict) -> dict:
+    return {n: t.double() if t is not None and t.dtype in (torch.float16, torch.bfloat16) else t
+            for n, t in inputs.items()}
+
+
+def run_case(call: Call, layout: str, device: str) -> list[str] | None:
+    """Differences from torch for `call` with its inputs in `layout` on
+    `device`; None when the layout does not apply or torch refuses the inputs."""
+    inputs = {}
+    for name, t in call.inputs.items():
+        inputs[name] = in_layout(t, layout)
+        if t is not None and inputs[name] is None:
+            inputs[name] = t  # keep this input as it is
+    if layout != "sample" and all(inputs[n] is call.inputs[n] for n in inputs):
+        return None  # nothing to vary
+    # fresh packed copies (contiguous() would keep a contiguous view's offset)
+    packed = {n: None if t is None else t.clone(memory_format=torch.contiguous_format)
+              for n, t in inputs.items()}
+    try:
+        want = call.reference({n: packed[n] if n in call.torch_packed else t
+                               for n, t in inputs.items()})
+    except (RuntimeError, ValueError, IndexError):
+        return None  # torch refuses these inputs: no answer to compare with
+    made = []
+    try:
+        shims = {n: None if t is None else to_device(t, device) for n, t in inputs.items()}
+        made += [t for t in shims.values() if t is not None]
+        outs = {}
+        for n, w in zip(call.out, want):
+            outs[n] = shim.empty_strided(list(w.shape), None, SHIM_DTYPES[w.dtype], device)
+            made.append(outs[n])
+        try:
+            result = shim.call_op(call.op, *call.args(shims, outs), entry=device)
+        except ShimError as e:
+            return [f"refused: {e}"]
+        if call.out:
+            got = [outs[n] for n in call.out]
+        else:
+            got = list(result) if isinstance(result, tuple) else [result]
+            made += [g for g in got if g is not None]
+        value = call.reference(packed) if call.packed_reference else want
+        exact_from = packed if call.packed_reference else inputs
+        problems = []
+        for i in range(len(want)):
+            problems += _compare(i, got[i], want[i], value[i], not call.out,
+                                 lambda: call.reference(_upcast(exact_from)))
+        return problems
+    finally:
+        for t in made:
+            shim.delete(t)
+

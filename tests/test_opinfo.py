@@ -1,0 +1,71 @@
+"""Every fallback op with a cpu kernel against torch on torch's own OpInfo
+samples (tests/opinfo_cases.py): every dtype torch's function takes that the
+ABI carries, each sample in several memory layouts. A dtype the kernel does
+not run must be refused with an error, never answered wrongly.
+
+Sampling keeps this quick: at most MAX_SAMPLES samples per op and dtype
+(spread over torch's list), every layout for each;
+AOTISHIM_OPINFO_SAMPLES=100000 runs them all."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import pytest
+import torch
+
+from opinfo_cases import ADAPTERS, LAYOUTS, SHIM_DTYPES, run_case
+
+pytest.importorskip("expecttest")  # torch's testing internals import it
+from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
+
+DEVICES = ["cpu"]
+MAX_SAMPLES = int(os.environ.get("AOTISHIM_OPINFO_SAMPLES", "8"))
+
+
+@functools.cache
+def _opinfo(name, variant):
+    for op in op_db:
+        if op.name == name and op.variant_test_name == variant:
+            return op
+    raise LookupError(f"no OpInfo {name!r} ({variant!r})")
+
+
+def _cases():
+    for a in ADAPTERS:
+        dtypes = a.torch_dtypes if a.samples else _opinfo(a.opinfo, a.variant).supported_dtypes("cpu")
+        for dtype in sorted(dtypes, key=str):
+            if dtype in SHIM_DTYPES:
+                yield pytest.param(a, dtype, id=f"{a.name}-{str(dtype)[6:]}")
+
+
+def _samples(adapter, dtype):
+    torch.manual_seed(0)
+    if adapter.samples:
+        return list(adapter.samples(dtype))
+    samples = list(_opinfo(adapter.opinfo, adapter.variant).sample_inputs("cpu", dtype))
+    step = max(1, len(samples) // MAX_SAMPLES)
+    return samples[::step][:MAX_SAMPLES]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("adapter,dtype", list(_cases()))
+def test_op_matches_torch_on_opinfo_samples(adapter, dtype, device):
+    supported = dtype in adapter.dtypes
+    problems, ran = [], 0
+    for n, sample in enumerate(_samples(adapter, dtype)):
+        call = adapter.adapt(sample)
+        if call is None:
+            continue
+        for layout in LAYOUTS:
+            found = run_case(call, layout, device)
+            if found is None:
+                continue
+            ran += 1
+            if not supported and found and all(p.startswith("refused") for p in found):
+                continue  # a clear refusal of a dtype the kernel does not run
+            problems += [f"sample {n} ({layout}): {p}" for p in found]
+    assert not problems, f"{len(problems)} mismatches:\n" + "\n".join(problems[:20])
+    if supported:
+        assert ran > 0, "no sample ran"
