@@ -8,6 +8,7 @@ import asyncio
 import logging
 import os
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -17,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 import aotishim
-from ..model import ModelError
+from ..model import Model, ModelError
 from . import payloads
 from .errors import RequestError
 from .served_model import ServedModel, _Retired
@@ -98,6 +99,12 @@ class ModelServer:
         self._get_model = serve.multiplexed(max_num_models_per_replica=max_models)(load)
 
     # ---- models ----
+    def open_model(self, path: Path) -> Model:
+        """Loads one model file on the replica's device (blocking). A subclass
+        may load with another runtime: the result needs ``run``, ``close``,
+        ``input_names``, ``input_specs``, ``spec`` and ``memory_stats``."""
+        return aotishim.load(path, device=self._device)
+
     async def _load(self, model_id: str) -> ServedModel:
         stored = self._store.resolve(model_id)
         signature = self._store.signature(stored)
@@ -108,7 +115,7 @@ class ModelServer:
             raise RequestError(422, f"model {model_id!r} cannot be read from the store: {e}") \
                 from None
         try:
-            model = await asyncio.to_thread(aotishim.load, path, device=self._device)
+            model = await asyncio.to_thread(self.open_model, path)
         except ModelError as e:
             self._counts["load_failures"] += 1
             message = f"model {model_id!r} cannot be loaded on {self._device}: {e}"
