@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -79,7 +80,10 @@ class ModelServer:
         self._store = ModelStore(store)
         self._device = pick_device(device)
         self._baseline = memory_summary()
+        # Written from Ray's unload thread (an evicted model's __del__) as well
+        # as the event loop.
         self._loaded: dict[str, ServedModel] = {}
+        self._loaded_lock = threading.Lock()
         # Models that failed to load, by their files' signature: asked for
         # again unchanged, they are refused at once, without the multiplexer
         # evicting a model to make room for a load that would fail again.
@@ -127,21 +131,26 @@ class ModelServer:
         self._failed.pop(model_id, None)
         self._counts["loads"] += 1
         served = ServedModel(model_id, model, on_close=self._closed, on_retire=self._retired)
-        self._loaded[model_id] = served
+        with self._loaded_lock:
+            self._loaded[model_id] = served
         return served
 
     def _closed(self, served: ServedModel, leaks: list[str]) -> None:
-        self._counts["closed"] += 1
-        self._counts["leaked_tensors"] += len(leaks)
+        with self._loaded_lock:
+            self._counts["closed"] += 1
+            self._counts["leaked_tensors"] += len(leaks)
 
     def _retired(self, served: ServedModel) -> None:
-        if self._loaded.get(served.model_id) is served:
-            del self._loaded[served.model_id]
-            self._counts["evictions"] += 1
+        with self._loaded_lock:
+            if self._loaded.get(served.model_id) is served:
+                del self._loaded[served.model_id]
+                self._counts["evictions"] += 1
 
     async def _model(self, model_id: str) -> ServedModel:
         check_model_id(model_id)
-        if model_id not in self._loaded:
+        with self._loaded_lock:
+            loaded = model_id in self._loaded
+        if not loaded:
             # Unknown IDs, and models that failed to load and are unchanged,
             # are refused before anything is evicted.
             stored = self._store.resolve(model_id)
@@ -254,18 +263,21 @@ class ModelServer:
         """This replica: its ID and process, models loaded now, loads,
         evictions, closes, and aotishim's memory now and before any model."""
         context = serve.get_replica_context()
+        with self._loaded_lock:
+            loaded = dict(self._loaded)
+            counts = dict(self._counts)
         return {
             "replica": context.replica_id.unique_id,
             "actor_name": context.replica_id.to_full_id_str(),  # for ray.get_actor(namespace="serve")
             "pid": os.getpid(),
             "device": self._device,
             "time": time.time(),
-            "loaded": sorted(self._loaded),
-            **self._counts,
+            "loaded": sorted(loaded),
+            **counts,
             "rss_bytes": rss_bytes(),
             "memory": memory_summary(),
             "baseline": self._baseline,
-            "models": {i: s.model.memory_stats for i, s in self._loaded.items()},
+            "models": {i: s.model.memory_stats for i, s in loaded.items()},
         }
 
     # ---- HTTP ----
