@@ -128,6 +128,57 @@ def test_cli_refuses_a_missing_store_before_starting_ray(tmp_path, capsys):
     assert not ray.is_initialized()
 
 
+def test_store_reads_fsspec_urls(model_cache):
+    fsspec = pytest.importorskip("fsspec")
+    import aotishim
+    from aotishim.serve import ModelStore, RequestError
+
+    static = models.compile_model("mlp", model_cache)
+    fs = fsspec.filesystem("memory")
+    root = f"/store-{time.monotonic_ns()}"
+    for suffix in (".so", ".weights.blob", ".spec.json"):
+        fs.pipe(f"{root}/m{suffix}", static.so.with_name(static.so.stem + suffix).read_bytes())
+    try:
+        store = ModelStore(f"memory://{root}")
+        assert store.model_ids() == ["m"]
+        stored = store.resolve("m")
+        path, tmp = store.local_copy(stored)
+        try:
+            with aotishim.load(path) as model:
+                static.check(model(*static.inputs))
+        finally:
+            tmp.cleanup()
+        assert not Path(tmp.name).exists()
+        with pytest.raises(RequestError) as missing:
+            store.resolve("other")
+        assert missing.value.status == 404
+        with pytest.raises(RequestError) as invalid:
+            store.resolve("../m")
+        assert invalid.value.status == 400
+    finally:
+        fs.rm(root, recursive=True)
+
+
+def test_an_evicted_model_closes_once_its_runs_finish(model_cache):
+    import aotishim
+    from aotishim.serve.served_model import ServedModel, _Retired
+
+    static = models.compile_model("mlp", model_cache)
+    closed = []
+    served = ServedModel("mlp", aotishim.load(static.so), on_close=lambda s, leaks:
+                         closed.append(leaks))
+    served.acquire()  # a request is running it
+    served.__del__()  # what Ray's multiplexer calls on eviction
+    assert not served.model.closed and closed == []
+    with pytest.raises(_Retired):  # a later request looks the model up again
+        served.acquire()
+    static.check(served.model(*static.inputs))  # the running request finishes its run
+    served.release()
+    assert served.model.closed and closed == [[]]
+    served.__del__()  # the finalizer later: nothing more
+    assert closed == [[]]
+
+
 def test_requests_route_by_model_id(server):
     static, pair, dynamic = server["static"], server["pair"], server["dynamic"]
     status, out = _post_json(server, "mlp", *static.inputs)
