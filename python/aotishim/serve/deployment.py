@@ -110,8 +110,9 @@ class ModelServer:
         return aotishim.load(path, device=self._device)
 
     async def _load(self, model_id: str) -> ServedModel:
-        stored = self._store.resolve(model_id)
-        signature = self._store.signature(stored)
+        # Off the event loop: a remote store answers over the network.
+        stored = await asyncio.to_thread(self._store.resolve, model_id)
+        signature = await asyncio.to_thread(self._store.signature, stored)
         try:
             path, tmp = await asyncio.to_thread(self._store.local_copy, stored)
         except OSError as e:
@@ -153,9 +154,10 @@ class ModelServer:
         if not loaded:
             # Unknown IDs, and models that failed to load and are unchanged,
             # are refused before anything is evicted.
-            stored = self._store.resolve(model_id)
+            stored = await asyncio.to_thread(self._store.resolve, model_id)
             failed = self._failed.get(model_id)
-            if failed is not None and failed[0] == self._store.signature(stored):
+            if failed is not None and failed[0] == await asyncio.to_thread(
+                    self._store.signature, stored):
                 self._counts["load_failures"] += 1
                 raise RequestError(422, failed[1])
         # Ray's multiplexer retires an evicted model through ServedModel.__del__,
