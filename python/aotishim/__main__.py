@@ -4,6 +4,7 @@
     python -m aotishim compile PROGRAM.pt2 [--device D] [--out DIR] [--name N]
     python -m aotishim run MODEL [--input x.npy ...] [--device D] [--repeat N]
     python -m aotishim info MODEL              # inputs, outputs, constants, shims needed/missing
+    python -m aotishim serve MODEL_DIR [--port P] [--replicas R] [--max-models M] [--device D]
 
 Errors are one line on stderr. Exit status: 0 done; 1 the model (or a
 compile) failed, or info found it cannot run; 2 a bad argument or file (a
@@ -382,6 +383,22 @@ def cmd_info(args: argparse.Namespace) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+# ---- serve ----
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from aotishim.serve.local import serve_locally
+    except ImportError as e:
+        raise UsageError(f'{e} (the serve command needs "aotishim[serve]")') from None
+    try:
+        serve_locally(args.model_dir, host=args.host, port=args.port, replicas=args.replicas,
+                      max_models=args.max_models, device=args.device,
+                      max_batch_size=args.batch_size, batch_wait_s=args.batch_wait_ms / 1e3,
+                      duration_s=args.duration)
+    except ValueError as e:  # a store that is not there, an option out of range
+        raise UsageError(str(e)) from None
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _Parser(prog="python -m aotishim",
                                      description="Run AOTInductor-compiled models without libtorch.")
@@ -421,6 +438,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     info.add_argument("--weights")
     info.add_argument("--device", default="cpu")
     info.set_defaults(fn=cmd_info)
+
+    srv = sub.add_parser("serve", help="serve the models of a folder over HTTP with Ray Serve "
+                                       '(needs "aotishim[serve]")')
+    srv.add_argument("model_dir", help="folder of ID.pt2 / ID.so models (a URL with fsspec)")
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    srv.add_argument("--port", type=int, default=8000)
+    srv.add_argument("--replicas", type=_positive_int, default=1)
+    srv.add_argument("--max-models", type=_positive_int, default=3,
+                     help="models each replica keeps loaded (least recently used evicted)")
+    srv.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                     help="cuda: one GPU per replica (default: cuda when available)")
+    srv.add_argument("--batch-size", type=int, default=0,
+                     help="batch up to N requests for models with a batch dimension (0: off)")
+    srv.add_argument("--batch-wait-ms", type=float, default=5.0,
+                     help="how long a batch waits to fill (default 5 ms)")
+    srv.add_argument("--duration", type=float, help="stop after this many seconds")
+    srv.set_defaults(fn=cmd_serve)
 
     args = parser.parse_args(argv)
     try:
