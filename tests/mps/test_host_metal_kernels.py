@@ -670,3 +670,61 @@ def test_fresh_mps_memory_is_poisoned_also_at_a_reused_address():
     assert (raw.view(np.uint32) == 0xFFFFFFFF).all()
     shim.delete(again)
 
+
+
+OUT_OF_BOUNDS_SOURCE = b"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void store_past_the_end(device float* out_ptr0 [[buffer(0)]],
+                               uint xindex [[thread_position_in_grid]]) {
+  out_ptr0[xindex + 4] = 1.0f;
+}
+"""
+
+
+def test_a_failed_command_buffer_is_raised_at_the_next_host_read():
+    """A kernel that stores past its buffer: the host Metal's guard check
+    fails the command buffer on the worker thread; the device keeps the
+    error and raises it at the next host read (once), as it does for a GPU
+    error on Apple's Metal."""
+    import ctypes
+    import pathlib
+
+    import numpy as np
+
+    import aotishim
+    from aotishim import shim
+
+    lib_path = pathlib.Path(aotishim.__file__).resolve().parent / "libaotishim.so"
+    C = ctypes.CDLL(str(lib_path), mode=ctypes.RTLD_GLOBAL)
+    VP = ctypes.c_void_p
+    callback_t = ctypes.CFUNCTYPE(None, VP, VP)
+    for name, args in {"create_shader_library": [ctypes.c_char_p, ctypes.POINTER(VP)],
+                       "delete_shader_library": [VP],
+                       "get_kernel_function": [VP, ctypes.c_char_p, ctypes.POINTER(VP)],
+                       "start_encoding": [VP], "set_arg_tensor": [VP, ctypes.c_uint, VP],
+                       "dispatch_single": [VP, ctypes.c_uint64],
+                       "run_command_block": [VP, callback_t, VP]}.items():
+        fn = getattr(C, "aoti_torch_mps_" + name)
+        fn.argtypes, fn.restype = args, ctypes.c_int32
+
+    lib, fn = VP(), VP()
+    assert C.aoti_torch_mps_create_shader_library(OUT_OF_BOUNDS_SOURCE, ctypes.byref(lib)) == 0
+    assert C.aoti_torch_mps_get_kernel_function(lib, b"store_past_the_end", ctypes.byref(fn)) == 0
+    out = shim.from_numpy(np.zeros(8, np.float32), copy=True, device="mps")
+
+    @callback_t
+    def body(handle, _user):
+        C.aoti_torch_mps_start_encoding(VP(handle))
+        C.aoti_torch_mps_set_arg_tensor(VP(handle), 0, VP(out.handle))
+        C.aoti_torch_mps_dispatch_single(VP(handle), 8)
+
+    try:
+        assert C.aoti_torch_mps_run_command_block(fn, body, None) == 0  # encoded fine
+        with pytest.raises(shim.ShimError, match="failed: .*wrote outside buffer.*past its end"):
+            shim.to_numpy(out)
+        aotishim.synchronize("mps")  # raised once
+        np.testing.assert_array_equal(shim.to_numpy(out)[:4], np.zeros(4, np.float32))
+    finally:
+        shim.delete(out)
+        assert C.aoti_torch_mps_delete_shader_library(lib) == 0
