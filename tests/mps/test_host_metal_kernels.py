@@ -8,7 +8,9 @@ errors for a barrier not every thread reaches, compile errors, stores past a
 buffer.
 
 The parameter structs are the real ones (kernels/params.h) and the dispatch
-shapes those of the Apple code (mps_device.mm, mps_conv.mm, mps_sdpa.mm).
+shapes those of the device code (mps_device.cpp, mps_gemm.cpp, mps_conv.cpp,
+mps_sdpa.cpp). Last, the mps device over the host Metal: fresh memory is
+poisoned, also where a freed address comes back.
 Skipped when the build has no host Metal; with AOTISHIM_REQUIRE_MPS=1 on
 Linux a missing host Metal is an error (on macOS the host Metal is not built:
 the real device runs there).
@@ -157,7 +159,7 @@ def test_copy_matches_torch(lib, src_dtype, dst_dtype, layouts):
 
 def dispatch_copy(lib, out, src, p):
     numel = math.prod(src.shape)
-    # mps_device.mm: one row of min(numel, maxTotalThreadsPerThreadgroup) threads per group.
+    # mps_device.cpp: one row of min(numel, maxTotalThreadsPerThreadgroup) threads per group.
     hm.dispatch_threads(lib.function("aotishim_copy"), [numel], [min(numel, hm.MAX_THREADS_PER_THREADGROUP)],
                         {0: out.binding, 1: input_buffer(src, "src"), 2: p.to_bytes()})
 
@@ -202,7 +204,7 @@ def test_gemm_matches_torch(lib, dtype, beta):
     p.b_strides = list(b.stride())
     p.alpha = 1.5
     p.beta = beta
-    # mps_device.mm: threadExecutionWidth (32) columns by as many rows as fit in 1024 threads.
+    # mps_gemm.cpp: threadExecutionWidth (32) columns by as many rows as fit in 1024 threads.
     width = min(32, N)
     height = max(1, min(hm.MAX_THREADS_PER_THREADGROUP // width, M))
     hm.dispatch_threads(lib.function(f"aotishim_gemm_{dtype}"), [N, M, B], [width, height, 1],
@@ -643,3 +645,86 @@ def test_missing_compiler_names_every_place_tried(monkeypatch, tmp_path):
                                            r"AOTISHIM_METAL_HOST_CXX \(unset\).*clang\+\+-30 \.\.\. clang\+\+-14 "
                                            r"and clang\+\+ in every PATH directory \(" + str(tmp_path)):
         hm.compiler()
+
+
+# ---------------------------------------------------------------- the mps device over it
+
+def test_fresh_mps_memory_is_poisoned_also_at_a_reused_address():
+    """Every new mps allocation on the host Metal reads as all-one bytes (NaN
+    in every floating dtype), so a kernel or a model reading memory nobody
+    wrote shows; a freed block that comes back (same size, last freed first)
+    is poisoned again, not left with the previous tensor's values."""
+    import numpy as np
+
+    import aotishim
+    from aotishim import shim
+
+    assert "mps" in aotishim.devices()
+    first = shim.from_numpy(np.arange(64, dtype=np.float32), copy=True, device="mps")
+    address = first.data_ptr
+    shim.delete(first)
+    again = shim.empty_strided([64], None, dtype="float32", device="mps")
+    assert again.data_ptr == address  # the freed block came back
+    raw = shim.to_numpy(again)
+    assert np.isnan(raw).all()
+    assert (raw.view(np.uint32) == 0xFFFFFFFF).all()
+    shim.delete(again)
+
+
+
+OUT_OF_BOUNDS_SOURCE = b"""
+#include <metal_stdlib>
+using namespace metal;
+kernel void store_past_the_end(device float* out_ptr0 [[buffer(0)]],
+                               uint xindex [[thread_position_in_grid]]) {
+  out_ptr0[xindex + 4] = 1.0f;
+}
+"""
+
+
+def test_a_failed_command_buffer_is_raised_at_the_next_host_read():
+    """A kernel that stores past its buffer: the host Metal's guard check
+    fails the command buffer on the worker thread; the device keeps the
+    error and raises it at the next host read (once), as it does for a GPU
+    error on Apple's Metal."""
+    import ctypes
+    import pathlib
+
+    import numpy as np
+
+    import aotishim
+    from aotishim import shim
+
+    lib_path = pathlib.Path(aotishim.__file__).resolve().parent / "libaotishim.so"
+    C = ctypes.CDLL(str(lib_path), mode=ctypes.RTLD_GLOBAL)
+    VP = ctypes.c_void_p
+    callback_t = ctypes.CFUNCTYPE(None, VP, VP)
+    for name, args in {"create_shader_library": [ctypes.c_char_p, ctypes.POINTER(VP)],
+                       "delete_shader_library": [VP],
+                       "get_kernel_function": [VP, ctypes.c_char_p, ctypes.POINTER(VP)],
+                       "start_encoding": [VP], "set_arg_tensor": [VP, ctypes.c_uint, VP],
+                       "dispatch_single": [VP, ctypes.c_uint64],
+                       "run_command_block": [VP, callback_t, VP]}.items():
+        fn = getattr(C, "aoti_torch_mps_" + name)
+        fn.argtypes, fn.restype = args, ctypes.c_int32
+
+    lib, fn = VP(), VP()
+    assert C.aoti_torch_mps_create_shader_library(OUT_OF_BOUNDS_SOURCE, ctypes.byref(lib)) == 0
+    assert C.aoti_torch_mps_get_kernel_function(lib, b"store_past_the_end", ctypes.byref(fn)) == 0
+    out = shim.from_numpy(np.zeros(8, np.float32), copy=True, device="mps")
+
+    @callback_t
+    def body(handle, _user):
+        C.aoti_torch_mps_start_encoding(VP(handle))
+        C.aoti_torch_mps_set_arg_tensor(VP(handle), 0, VP(out.handle))
+        C.aoti_torch_mps_dispatch_single(VP(handle), 8)
+
+    try:
+        assert C.aoti_torch_mps_run_command_block(fn, body, None) == 0  # encoded fine
+        with pytest.raises(shim.ShimError, match="failed: .*wrote outside buffer.*past its end"):
+            shim.to_numpy(out)
+        aotishim.synchronize("mps")  # raised once
+        np.testing.assert_array_equal(shim.to_numpy(out)[:4], np.zeros(4, np.float32))
+    finally:
+        shim.delete(out)
+        assert C.aoti_torch_mps_delete_shader_library(lib) == 0

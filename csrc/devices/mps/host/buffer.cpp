@@ -2,14 +2,61 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
+#include <vector>
 
 namespace aotishim::mps::host {
+namespace {
+
+// Freed blocks by size, reused last-freed-first: a buffer of a size freed
+// before gets the same address back, as Metal's heaps often give it, so
+// code that keys anything by address meets reused addresses here too.
+class BlockCache {
+ public:
+  static constexpr size_t kMaxCachedBytes = size_t(1) << 30;
+
+  unsigned char* take(size_t total) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find(total);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    unsigned char* block = it->second.back();
+    it->second.pop_back();
+    cached_ -= total;
+    return block;
+  }
+  void give(unsigned char* block, size_t total) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_ + total <= kMaxCachedBytes) {
+        free_[total].push_back(block);
+        cached_ += total;
+        return;
+      }
+    }
+    std::free(block);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<size_t, std::vector<unsigned char*>> free_;
+  size_t cached_ = 0;
+};
+
+BlockCache& cache() {
+  static BlockCache* c = new BlockCache();  // never destroyed: buffers outlive statics
+  return *c;
+}
+
+size_t block_bytes(size_t length) { return (Buffer::kGuardBytes * 2 + length + 63) / 64 * 64; }
+
+}  // namespace
 
 Buffer::Buffer(size_t length, std::string label) : length_(length), label_(std::move(label)) {
   // The data starts 64-byte aligned (the guard is 64 bytes), as Metal's are.
-  const size_t total = kGuardBytes + length + kGuardBytes;
-  block_ = static_cast<unsigned char*>(std::aligned_alloc(64, (total + 63) / 64 * 64));
+  block_ = cache().take(block_bytes(length));
+  if (block_ == nullptr) block_ = static_cast<unsigned char*>(std::aligned_alloc(64, block_bytes(length)));
   if (block_ == nullptr) throw std::bad_alloc();
   data_ = block_ + kGuardBytes;
   std::memset(block_, kCanary, kGuardBytes);
@@ -17,7 +64,7 @@ Buffer::Buffer(size_t length, std::string label) : length_(length), label_(std::
   std::memset(data_ + length, kCanary, kGuardBytes);
 }
 
-Buffer::~Buffer() { std::free(block_); }
+Buffer::~Buffer() { cache().give(block_, block_bytes(length_)); }
 
 std::string Buffer::check_guards() {
   auto changed = [](const unsigned char* p, size_t n, long first, std::string& out, const char* where) {

@@ -2,6 +2,7 @@
 // canary bytes on each side, so a shader store outside it is found (real Metal
 // writes past a buffer silently). Fresh memory is poisoned with all-one bytes
 // (NaN in every floating dtype), so a read of memory nobody wrote shows.
+// Freed memory is reused last-freed-first for the same size (buffer.cpp).
 #pragma once
 
 #include <cstddef>

@@ -1,9 +1,6 @@
 // The aoti_torch_mps_* C shims (see aotishim/c_shim_mps.h): shader
 // libraries and kernel functions behind opaque tokens, kernel encoding onto
 // the mps device's queue, raw mps memory, and the mm/addmm/bmm fallbacks.
-#import <Foundation/Foundation.h>
-#import <Metal/Metal.h>
-
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -20,19 +17,11 @@
 #include "core/error.h"
 #include "core/handle_registry.h"
 #include "devices/mps/mps_device.h"
-#include "devices/mps/mps_util.h"
-
-#if !__has_feature(objc_arc)
-#error "the mps shims are built with ARC (-fobjc-arc)"
-#endif
 
 namespace aotishim {
 namespace {
 
-using mps::pooled;
-
-// Metal's buffer argument table has 31 entries.
-constexpr unsigned kMaxKernelArgs = 31;
+constexpr unsigned kMaxKernelArgs = metal::kMaxBufferSlots;
 
 struct KernelArgument {
   enum Kind { kNone, kTensor, kInt } kind = kNone;
@@ -43,7 +32,7 @@ struct KernelArgument {
 struct KernelFunction {
   uintptr_t library = 0;
   std::string name;
-  id<MTLComputePipelineState> pipeline = nil;
+  std::shared_ptr<metal::Pipeline> pipeline;
   bool encoding = false;  // start_encoding called
   bool in_block = false;  // inside run_command_block
   std::string block_error;  // first failure inside the current block
@@ -51,14 +40,16 @@ struct KernelFunction {
 };
 
 struct ShaderLibrary {
-  id<MTLLibrary> library = nil;
+  std::shared_ptr<metal::Library> library;
   std::unordered_map<std::string, uintptr_t> functions;  // name -> token
 };
 
 // Handles are tokens from a counter, never addresses, so a deleted handle is
 // never mistaken for a live one.
 struct Registry {
-  std::recursive_mutex mutex;  // recursive: a command block's callback calls back in
+  // Not held while a command block's callback runs: the callback calls the
+  // shims, which take it.
+  std::mutex mutex;
   uintptr_t next_token = 0x1000;
   std::unordered_map<uintptr_t, std::unique_ptr<ShaderLibrary>> libraries;
   std::unordered_map<uintptr_t, std::unique_ptr<KernelFunction>> functions;
@@ -105,62 +96,54 @@ KernelFunction& encoding_function(AOTIMetalKernelFunctionHandle handle) {
 
 // Inside a command block, a failing shim also marks the block as failed:
 // generated code does not check the codes these shims return.
+void note_block_failure(AOTIMetalKernelFunctionHandle handle) {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  auto it = registry().functions.find(token_of(handle));
+  if (it != registry().functions.end() && it->second->in_block && it->second->block_error.empty())
+    it->second->block_error = last_error();
+}
+
+// A kernel shim: body runs with the registry locked.
 template <typename Body>
 AOTITorchError kernel_guard(const char* function, AOTIMetalKernelFunctionHandle handle,
                             Body&& body) noexcept {
-  std::lock_guard<std::recursive_mutex> lock(registry().mutex);
-  AOTITorchError rc = guard(function, body);
-  if (rc != AOTI_TORCH_SUCCESS) {
-    auto it = registry().functions.find(token_of(handle));
-    if (it != registry().functions.end() && it->second->in_block &&
-        it->second->block_error.empty())
-      it->second->block_error = last_error();
-  }
+  AOTITorchError rc = guard(function, [&] {
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    body();
+  });
+  if (rc != AOTI_TORCH_SUCCESS) note_block_failure(handle);
   return rc;
 }
 
-MTLSize size3(const uint64_t* values, size_t count, const char* what) {
+metal::Size size3(const uint64_t* values, size_t count, const char* what) {
   AOTISHIM_CHECK(values != nullptr, what, " is null");
   AOTISHIM_CHECK(count >= 1 && count <= 3, what, " has ", count, " entries (1 to 3 expected)");
-  NSUInteger v[3] = {1, 1, 1};
-  for (size_t i = 0; i < count; ++i) v[i] = static_cast<NSUInteger>(values[i]);
-  return MTLSizeMake(v[0], v[1], v[2]);
+  uint64_t v[3] = {1, 1, 1};
+  for (size_t i = 0; i < count; ++i) v[i] = values[i];
+  return {v[0], v[1], v[2]};
 }
 
 // Encodes f with its arguments on the mps device. group == nullptr: a
 // threadgroup as wide as the pipeline allows along x.
-void encode_dispatch(KernelFunction& f, MTLSize threads, const MTLSize* group) {
-  if (threads.width == 0 || threads.height == 0 || threads.depth == 0) return;
-  const NSUInteger max_threads = [f.pipeline maxTotalThreadsPerThreadgroup];
-  MTLSize g = group != nullptr ? *group
-                               : MTLSizeMake(std::min<NSUInteger>(max_threads, threads.width), 1, 1);
-  AOTISHIM_CHECK(g.width >= 1 && g.height >= 1 && g.depth >= 1, "kernel '", f.name,
+void encode_dispatch(KernelFunction& f, metal::Size threads, const metal::Size* group) {
+  if (threads.x == 0 || threads.y == 0 || threads.z == 0) return;
+  const uint64_t max_threads = f.pipeline->max_threads_per_group();
+  metal::Size g = group != nullptr ? *group : metal::Size{std::min(max_threads, threads.x), 1, 1};
+  AOTISHIM_CHECK(g.x >= 1 && g.y >= 1 && g.z >= 1, "kernel '", f.name,
                  "': threadgroup size has a zero dimension");
-  AOTISHIM_CHECK(g.width * g.height * g.depth <= max_threads, "kernel '", f.name,
-                 "': threadgroup of ", g.width * g.height * g.depth,
-                 " threads exceeds the pipeline's maximum of ", max_threads);
-  MpsDevice& device = mps_device();
-  std::vector<MpsDevice::KernelArg> args(f.args.size());
-  for (size_t i = 0; i < f.args.size(); ++i) {
-    const KernelArgument& a = f.args[i];
-    if (a.kind == KernelArgument::kTensor) {
-      args[i].kind = MpsDevice::KernelArg::kBuffer;
-      args[i].buffer = device.bind(*a.tensor, "kernel argument");
-    } else if (a.kind == KernelArgument::kInt) {
-      args[i].kind = MpsDevice::KernelArg::kInt;
-      args[i].value = a.value;
+  AOTISHIM_CHECK(g.x * g.y * g.z <= max_threads, "kernel '", f.name, "': threadgroup of ",
+                 g.x * g.y * g.z, " threads exceeds the pipeline's maximum of ", max_threads);
+  mps_device().encode([&](MpsDevice::Encoder& e) {
+    e.set_pipeline(f.pipeline);
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      const KernelArgument& a = f.args[i];
+      const uint32_t index = static_cast<uint32_t>(i);
+      // Which arguments a kernel writes is not known here: all count as written.
+      if (a.kind == KernelArgument::kTensor) e.write(index, *a.tensor, "kernel argument");
+      else if (a.kind == KernelArgument::kInt) e.bytes(index, &a.value, sizeof(a.value));
     }
-  }
-  device.dispatch(f.pipeline, args, threads, g);
-}
-
-MTLCompileOptions* compile_options() {
-  MTLCompileOptions* options = [MTLCompileOptions new];
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Wdeprecated-declarations"
-  options.fastMathEnabled = NO;  // results should match eager within float rounding
-#pragma clang diagnostic pop
-  return options;
+    e.dispatch_threads(threads, g);
+  });
 }
 
 }  // namespace
@@ -177,29 +160,25 @@ AOTITorchError aoti_torch_mps_create_shader_library(const char* metal_shader_sou
     require_out(library_handle, "library_handle");
     AOTISHIM_CHECK(metal_shader_source != nullptr, "metal_shader_source is null");
     MpsDevice& device = mps_device();
-    std::lock_guard<std::recursive_mutex> lock(registry().mutex);
-    pooled([&] {
-      NSString* source = [NSString stringWithUTF8String:metal_shader_source];
-      AOTISHIM_CHECK(source != nil, "metal_shader_source is not valid UTF-8");
-      NSError* error = nil;
-      id<MTLLibrary> library = [device.metal() newLibraryWithSource:source
-                                                            options:compile_options()
-                                                              error:&error];
-      AOTISHIM_CHECK(library != nil, "compiling the Metal shader library failed: ",
-                     mps::describe(error));
-      auto entry = std::make_unique<ShaderLibrary>();
-      entry->library = library;
-      uintptr_t token = registry().token();
-      registry().libraries.emplace(token, std::move(entry));
-      *library_handle = reinterpret_cast<AOTIMetalShaderLibraryHandle>(token);
-    });
+    std::shared_ptr<metal::Library> library;
+    try {
+      library = device.new_library(metal_shader_source);
+    } catch (const std::exception& e) {
+      fail(str("compiling the Metal shader library failed: ", e.what()));
+    }
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    auto entry = std::make_unique<ShaderLibrary>();
+    entry->library = std::move(library);
+    uintptr_t token = registry().token();
+    registry().libraries.emplace(token, std::move(entry));
+    *library_handle = reinterpret_cast<AOTIMetalShaderLibraryHandle>(token);
   });
 }
 
 AOTITorchError aoti_torch_mps_delete_shader_library(AOTIMetalShaderLibraryHandle library_handle) {
   using namespace aotishim;
   return guard(__func__, [&] {
-    std::lock_guard<std::recursive_mutex> lock(registry().mutex);
+    std::lock_guard<std::mutex> lock(registry().mutex);
     ShaderLibrary& lib = library_of(library_handle);
     for (const auto& [name, token] : lib.functions) {
       auto it = registry().functions.find(token);
@@ -218,31 +197,27 @@ AOTITorchError aoti_torch_mps_get_kernel_function(AOTIMetalShaderLibraryHandle l
   return guard(__func__, [&] {
     require_out(function_handle, "function_handle");
     AOTISHIM_CHECK(kernel_name != nullptr, "kernel_name is null");
-    std::lock_guard<std::recursive_mutex> lock(registry().mutex);
+    std::lock_guard<std::mutex> lock(registry().mutex);
     ShaderLibrary& lib = library_of(library_handle);
     auto known = lib.functions.find(kernel_name);
     if (known != lib.functions.end()) {
       *function_handle = reinterpret_cast<AOTIMetalKernelFunctionHandle>(known->second);
       return;
     }
-    MpsDevice& device = mps_device();
-    pooled([&] {
-      id<MTLFunction> function = [lib.library newFunctionWithName:@(kernel_name)];
-      AOTISHIM_CHECK(function != nil, "the library has no kernel named '", kernel_name, "'");
-      NSError* error = nil;
-      id<MTLComputePipelineState> pso =
-          [device.metal() newComputePipelineStateWithFunction:function error:&error];
-      AOTISHIM_CHECK(pso != nil, "building the pipeline of kernel '", kernel_name,
-                     "' failed: ", mps::describe(error));
-      auto f = std::make_unique<KernelFunction>();
-      f->library = token_of(library_handle);
-      f->name = kernel_name;
-      f->pipeline = pso;
-      uintptr_t token = registry().token();
-      registry().functions.emplace(token, std::move(f));
-      lib.functions.emplace(kernel_name, token);
-      *function_handle = reinterpret_cast<AOTIMetalKernelFunctionHandle>(token);
-    });
+    std::shared_ptr<metal::Pipeline> pso;
+    try {
+      pso = lib.library->new_pipeline(kernel_name);
+    } catch (const std::exception& e) {
+      fail(str("building the pipeline of kernel '", kernel_name, "' failed: ", e.what()));
+    }
+    auto f = std::make_unique<KernelFunction>();
+    f->library = token_of(library_handle);
+    f->name = kernel_name;
+    f->pipeline = std::move(pso);
+    uintptr_t token = registry().token();
+    registry().functions.emplace(token, std::move(f));
+    lib.functions.emplace(kernel_name, token);
+    *function_handle = reinterpret_cast<AOTIMetalKernelFunctionHandle>(token);
   });
 }
 
@@ -300,7 +275,7 @@ AOTITorchError aoti_torch_mps_dispatch_single_with_group_size(AOTIMetalKernelFun
                                                               uint64_t group_size) {
   using namespace aotishim;
   return kernel_guard(__func__, func, [&] {
-    MTLSize group = size3(&group_size, 1, "group_size");
+    metal::Size group = size3(&group_size, 1, "group_size");
     encode_dispatch(encoding_function(func), size3(&length, 1, "length"), &group);
   });
 }
@@ -320,7 +295,7 @@ AOTITorchError aoti_torch_mps_dispatch_array_with_group_size(AOTIMetalKernelFunc
                                                              size_t group_size_size) {
   using namespace aotishim;
   return kernel_guard(__func__, func, [&] {
-    MTLSize group = size3(group_size, group_size_size, "group_size");
+    metal::Size group = size3(group_size, group_size_size, "group_size");
     encode_dispatch(encoding_function(func), size3(length, length_size, "length"), &group);
   });
 }
@@ -329,35 +304,46 @@ AOTITorchError aoti_torch_mps_dispatch_array_with_group_size(AOTIMetalKernelFunc
 
 void aoti_torch_mps_shared_callback(AOTIMetalKernelFunctionHandle func, void* user_data) {
   using namespace aotishim;
-  kernel_guard(__func__, func, [&] {
+  // Unlocked: the callback calls the kernel shims.
+  AOTITorchError rc = guard(__func__, [&] {
     AOTISHIM_CHECK(user_data != nullptr, "user_data is null (expected a std::function)");
     auto* fn = static_cast<std::function<void(AOTIMetalKernelFunctionHandle)>*>(user_data);
     (*fn)(func);
   });
+  if (rc != AOTI_TORCH_SUCCESS) note_block_failure(func);
 }
 
 AOTITorchError aoti_torch_mps_run_command_block(AOTIMetalKernelFunctionHandle func,
                                                 aoti_torch_mps_command_block_callback_t callback,
                                                 void* user_data) {
   using namespace aotishim;
-  std::lock_guard<std::recursive_mutex> lock(registry().mutex);
   return guard(__func__, [&] {
-    KernelFunction& f = function_of(func);
-    AOTISHIM_CHECK(callback != nullptr, "callback is null");
-    AOTISHIM_CHECK(!f.in_block, "kernel '", f.name, "' is already running a command block");
-    const std::string name = f.name;
-    f.in_block = true;
-    f.block_error.clear();
-    callback(func, user_data);  // a C function pointer: nothing is thrown through it
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(registry().mutex);
+      KernelFunction& f = function_of(func);
+      AOTISHIM_CHECK(callback != nullptr, "callback is null");
+      AOTISHIM_CHECK(!f.in_block, "kernel '", f.name, "' is already running a command block");
+      name = f.name;
+      f.in_block = true;
+      f.block_error.clear();
+    }
+    // Unlocked: the callback calls the shims. A C function pointer: nothing
+    // is thrown through it.
+    callback(func, user_data);
     std::string failure;
-    auto it = registry().functions.find(token_of(func));
-    if (it != registry().functions.end()) {
-      KernelFunction& after = *it->second;
-      failure = std::move(after.block_error);
-      after.block_error.clear();
-      after.in_block = false;
-      after.encoding = false;
-      after.args.clear();  // releases the tensors it held
+    std::vector<KernelArgument> released;  // its tensors go after unlocking
+    {
+      std::lock_guard<std::mutex> lock(registry().mutex);
+      auto it = registry().functions.find(token_of(func));
+      if (it != registry().functions.end()) {
+        KernelFunction& after = *it->second;
+        failure = std::move(after.block_error);
+        after.block_error.clear();
+        after.in_block = false;
+        after.encoding = false;
+        released.swap(after.args);
+      }
     }
     if (!failure.empty()) {
       std::string message = str("kernel '", name, "': ", failure);
@@ -373,7 +359,7 @@ AOTITorchError aoti_torch_mps_malloc(void** buffer, size_t num_bytes) {
   using namespace aotishim;
   return guard(__func__, [&] {
     require_out(buffer, "buffer");
-    std::lock_guard<std::recursive_mutex> lock(registry().mutex);
+    std::lock_guard<std::mutex> lock(registry().mutex);
     void* p = mps_device().allocate(num_bytes);
     registry().malloced.insert(reinterpret_cast<uintptr_t>(p));
     *buffer = p;
@@ -384,7 +370,7 @@ AOTITorchError aoti_torch_mps_free(void* ptr) {
   using namespace aotishim;
   return guard(__func__, [&] {
     if (ptr == nullptr) return;
-    std::lock_guard<std::recursive_mutex> lock(registry().mutex);
+    std::lock_guard<std::mutex> lock(registry().mutex);
     AOTISHIM_CHECK(registry().malloced.erase(reinterpret_cast<uintptr_t>(ptr)) == 1, ptr,
                    " was not returned by aoti_torch_mps_malloc, or was freed already");
     mps_device().free(ptr);
@@ -399,9 +385,8 @@ AOTITorchError aoti_torch_mps_memcpy(void* buffer, size_t constant_offset, size_
     if (data_size == 0) return;
     AOTISHIM_CHECK(constants_start != nullptr, "constants_start is null");
     MpsDevice& device = mps_device();
-    std::lock_guard<std::recursive_mutex> lock(device.mutex());
     char* dst = static_cast<char*>(buffer) + constant_offset;
-    device.bind_pointer(dst, data_size, "constant destination");  // validates the range
+    device.check_range(dst, data_size, "constant destination");
     device.prepare_host_access(dst, data_size, true);
     std::memcpy(dst, constants_start + bytes_read, data_size);
   });
@@ -414,7 +399,6 @@ AOTITorchError aoti_torch_mps_copy_buffer(void* src_buffer, void* dst_buffer, si
     AOTISHIM_CHECK(src_buffer != nullptr && dst_buffer != nullptr, "src_buffer or dst_buffer is null");
     if (data_size == 0) return;
     MpsDevice& device = mps_device();
-    std::lock_guard<std::recursive_mutex> lock(device.mutex());
     const char* src = static_cast<const char*>(src_buffer) + src_offset;
     char* dst = static_cast<char*>(dst_buffer) + dst_offset;
     const bool src_on_device = device.owns(src), dst_on_device = device.owns(dst);
@@ -424,8 +408,8 @@ AOTITorchError aoti_torch_mps_copy_buffer(void* src_buffer, void* dst_buffer, si
     }
     // Host memory on one side: the host copies once the GPU is done with the
     // device side.
-    if (src_on_device) device.bind_pointer(src, data_size, "copy source");
-    if (dst_on_device) device.bind_pointer(dst, data_size, "copy destination");
+    if (src_on_device) device.check_range(src, data_size, "copy source");
+    if (dst_on_device) device.check_range(dst, data_size, "copy destination");
     device.prepare_host_access(src, data_size, false);
     device.prepare_host_access(dst, data_size, true);
     std::memmove(dst, src, data_size);

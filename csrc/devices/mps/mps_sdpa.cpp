@@ -13,7 +13,7 @@
 // its headers (MetalPerformanceShadersGraph) are not in the SDK kit this code
 // is compile-checked against on Linux, so code using it could not be checked
 // outside macOS.
-#import "devices/mps/mps_device.h"
+#include "devices/mps/mps_device.h"
 
 #include <cstdint>
 #include <limits>
@@ -21,10 +21,6 @@
 #include "core/error.h"
 #include "devices/mps/mps_kernels.h"
 #include "ops/sdpa.h"
-
-#if !__has_feature(objc_arc)
-#error "the mps device is built with ARC (-fobjc-arc)"
-#endif
 
 namespace aotishim {
 namespace {
@@ -80,32 +76,29 @@ void mps_sdpa(const SdpaArgs& a) {
   p.mask_dtype = a.has_mask ? static_cast<int32_t>(a.mask.dtype) : 0;
   p.has_probs = a.has_probs ? 1 : 0;
 
-  std::vector<MpsDevice::BufferUse> buffers = {
-      {dev.bind(a.out, "attention output"), true},
-      {dev.bind(a.lse, "attention logsumexp"), true},
-      {a.has_probs ? dev.bind(a.probs, "attention weights") : dev.scratch(), a.has_probs},
-      {dev.bind(a.q, "query"), false},
-      {dev.bind(a.k, "key"), false},
-      {dev.bind(a.v, "value"), false},
-      {a.has_mask ? dev.bind(a.mask, "attn_mask") : dev.scratch(), false},
-  };
-  dev.encode_kernel(
-      name, buffers, &p, sizeof(p),
-      [&](id<MTLComputeCommandEncoder> encoder, id<MTLComputePipelineState> pso) {
-        // The kernel reduces a score across one SIMD group of kSimdWidth lanes.
-        AOTISHIM_CHECK([pso threadExecutionWidth] == static_cast<NSUInteger>(kSimdWidth) &&
-                           [pso maxTotalThreadsPerThreadgroup] >=
-                               static_cast<NSUInteger>(kSimdWidth * kRowsPerGroup),
-                       "mps: the attention kernel needs SIMD groups of ", kSimdWidth,
-                       " threads and ", kSimdWidth * kRowsPerGroup,
-                       " threads per threadgroup; this GPU gives ", [pso threadExecutionWidth],
-                       " and ", [pso maxTotalThreadsPerThreadgroup]);
-        const NSUInteger blocks =
-            static_cast<NSUInteger>((p.l + kRowsPerGroup - 1) / kRowsPerGroup);
-        [encoder dispatchThreadgroups:MTLSizeMake(blocks, static_cast<NSUInteger>(p.h),
-                                                  static_cast<NSUInteger>(p.b))
-                threadsPerThreadgroup:MTLSizeMake(kSimdWidth, kRowsPerGroup, 1)];
-      });
+  dev.encode([&](MpsDevice::Encoder& e) {
+    e.set_kernel(name);
+    const metal::Pipeline& pso = e.pipeline();
+    // The kernel reduces a score across one SIMD group of kSimdWidth lanes.
+    AOTISHIM_CHECK(pso.execution_width() == static_cast<uint64_t>(kSimdWidth) &&
+                       pso.max_threads_per_group() >= static_cast<uint64_t>(kSimdWidth * kRowsPerGroup),
+                   "mps: the attention kernel needs SIMD groups of ", kSimdWidth, " threads and ",
+                   kSimdWidth * kRowsPerGroup, " threads per threadgroup; this GPU gives ",
+                   pso.execution_width(), " and ", pso.max_threads_per_group());
+    e.write(0, a.out, "attention output");
+    e.write(1, a.lse, "attention logsumexp");
+    if (a.has_probs) e.write(2, a.probs, "attention weights");
+    else e.scratch(2);
+    e.read(3, a.q, "query");
+    e.read(4, a.k, "key");
+    e.read(5, a.v, "value");
+    if (a.has_mask) e.read(6, a.mask, "attn_mask");
+    else e.scratch(6);
+    e.bytes(7, &p, sizeof(p));
+    const uint64_t blocks = static_cast<uint64_t>((p.l + kRowsPerGroup - 1) / kRowsPerGroup);
+    e.dispatch_threadgroups({blocks, static_cast<uint64_t>(p.h), static_cast<uint64_t>(p.b)},
+                            {static_cast<uint64_t>(kSimdWidth), static_cast<uint64_t>(kRowsPerGroup), 1});
+  });
 }
 
 }  // namespace

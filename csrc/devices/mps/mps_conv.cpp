@@ -9,7 +9,7 @@
 // compile-checked against on Linux, so code using it could not be checked
 // outside macOS. Plain Metal compute is checked by that kit; the shader is
 // kernels/conv.metal.
-#import "devices/mps/mps_device.h"
+#include "devices/mps/mps_device.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -18,10 +18,6 @@
 #include "core/error.h"
 #include "devices/mps/mps_kernels.h"
 #include "ops/convolution.h"
-
-#if !__has_feature(objc_arc)
-#error "the mps device is built with ARC (-fobjc-arc)"
-#endif
 
 namespace aotishim {
 namespace {
@@ -79,23 +75,22 @@ void mps_conv(const ConvArgs& a) {
   AOTISHIM_CHECK(per_image <= kMax && p.cout <= kMax && p.n <= kMax,
                  "mps: convolution output ", shape_string(a.out.sizes),
                  " is too large for one dispatch");
-  std::vector<MpsDevice::BufferUse> buffers = {
-      {dev.bind(a.out, "convolution output"), true},
-      {dev.bind(a.input, "convolution input"), false},
-      {dev.bind(a.weight, "convolution weight"), false},
-      {a.has_bias ? dev.bind(a.bias, "convolution bias") : dev.scratch(), false},
-  };
-  dev.encode_kernel(name, buffers, &p, sizeof(p),
-                    [&](id<MTLComputeCommandEncoder> encoder, id<MTLComputePipelineState> pso) {
-                      const NSUInteger x = static_cast<NSUInteger>(per_image);
-                      const NSUInteger width = std::min<NSUInteger>([pso threadExecutionWidth], x);
-                      const NSUInteger height = std::max<NSUInteger>(
-                          1, std::min<NSUInteger>([pso maxTotalThreadsPerThreadgroup] / width,
-                                                  static_cast<NSUInteger>(p.cout)));
-                      [encoder dispatchThreads:MTLSizeMake(x, static_cast<NSUInteger>(p.cout),
-                                                           static_cast<NSUInteger>(p.n))
-                          threadsPerThreadgroup:MTLSizeMake(width, height, 1)];
-                    });
+  dev.encode([&](MpsDevice::Encoder& e) {
+    e.set_kernel(name);
+    e.write(0, a.out, "convolution output");
+    e.read(1, a.input, "convolution input");
+    e.read(2, a.weight, "convolution weight");
+    if (a.has_bias) e.read(3, a.bias, "convolution bias");
+    else e.scratch(3);
+    e.bytes(4, &p, sizeof(p));
+    const uint64_t x = static_cast<uint64_t>(per_image);
+    const uint64_t width = std::min<uint64_t>(e.pipeline().execution_width(), x);
+    const uint64_t height = std::max<uint64_t>(
+        1, std::min<uint64_t>(e.pipeline().max_threads_per_group() / width,
+                              static_cast<uint64_t>(p.cout)));
+    e.dispatch_threads({x, static_cast<uint64_t>(p.cout), static_cast<uint64_t>(p.n)},
+                       {width, height, 1});
+  });
 }
 
 }  // namespace
