@@ -17,6 +17,7 @@ the model runs; without it the model's own input checks report them.
 
 from __future__ import annotations
 
+import ctypes
 import shutil
 import stat
 import tempfile
@@ -24,7 +25,7 @@ import warnings
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -425,8 +426,13 @@ class Model:
         after close was called are refused (:class:`ModelError`: "... is
         closed"); close waits only for those already in flight, then returns
         (a second close waits for the first one's teardown and returns []).
+        Refused (:class:`ModelError`, the model stays open) while views from
+        :meth:`extract_constants_map` live, or models that borrowed them.
         """
-        leaks = list(self._core.close())
+        try:
+            leaks = list(self._core.close())
+        except ShimError as e:  # its constants are still viewed: it stays open
+            raise ModelError(str(e)) from None
         if leaks:
             warnings.warn(f"{self.name} left {len(leaks)} tensor(s) behind: {leaks}",
                           LeakWarning, stacklevel=2)
@@ -460,7 +466,11 @@ class Model:
     def __del__(self) -> None:
         core = getattr(self, "_core", None)
         if core is not None and not core.closed:
-            core.close()
+            try:
+                core.close()
+            except ShimError as e:
+                # Still viewed by another model: left loaded, as it must be.
+                warnings.warn(str(e), LeakWarning, stacklevel=2)
 
     def _open_core(self) -> Any:
         if self._core.closed:
@@ -547,6 +557,121 @@ class Model:
                 return dict(scope)
         return {"id": self._core.scope, "name": "", "tensors": 0, "owned_storages": 0,
                 "owned_bytes": 0, "borrowed_storages": 0}
+
+    # ---- constants (torch's runner API) ----
+    def get_constant_fqns(self) -> list[str]:
+        """The FQNs (``"fc1.weight"``) :meth:`load_constants` takes and
+        :meth:`extract_constants_map` returns, in the model's order."""
+        return list(self._open_core().constant_fqns)
+
+    def load_constants(self, mapping: Mapping[str, Any], *, check_full_update: bool = False,
+                       user_managed: bool = False, use_inactive: bool = False) -> None:
+        """Load constants by FQN from numpy arrays or DLPack tensors (torch).
+
+        Each must have the constant's dtype and shape (and, for DLPack
+        tensors, be on the model's device): :class:`ModelInputError` names
+        the first that does not, an unknown FQN, or with ``check_full_update``
+        the FQNs left out; a failed load changes nothing. The data is copied
+        into the model's memory in the model's layout, unless
+        ``user_managed``: then the model borrows the caller's memory (which
+        must be writable and in the model's strides), and keeps it alive
+        while it holds it. ``use_inactive`` loads the inactive buffer while
+        runs go on with the active one; :meth:`swap_constant_buffer` then
+        switches over. Loading the active buffer waits for the runs in
+        flight and holds new ones back until it is done.
+        """
+        core = self._open_core()
+        if not isinstance(mapping, Mapping):
+            raise ModelInputError(f"{self.name}: load_constants takes a mapping of FQN to "
+                                  f"array, got {type(mapping).__name__}")
+        handles: dict[str, int] = {}
+        try:
+            for fqn, value in mapping.items():
+                if not isinstance(fqn, str):
+                    raise ModelInputError(f"{self.name}: constant names are strings, got {fqn!r}")
+                handles[fqn] = self._constant_handle(fqn, value, user_managed)
+            core.load_constants(handles, check_full_update, user_managed, use_inactive)
+        except ModelError:
+            raise
+        except _core.ShimInputError as e:
+            raise ModelInputError(str(e)) from None
+        except ShimError as e:
+            if core.closed:
+                raise ModelError(f"{self.name} is closed") from None
+            raise ModelError(str(e)) from None
+        finally:
+            for h in handles.values():
+                _core.delete_tensor_object(h)
+
+    def _constant_handle(self, fqn: str, value: Any, user_managed: bool) -> int:
+        """A tensor handle over (or, for another device, a copy of) ``value``."""
+        label = f"{self.name}: constant '{fqn}'"
+        device = self._device
+        if _is_dlpack_producer(value):
+            dl_type, _ = value.__dlpack_device__()
+            if not (dl_type == _DL_CPU and device != "cpu"):
+                try:
+                    capsule = _export_capsule(value, None)
+                    return _core.borrow_dlpack(capsule, device)
+                except _EXPORT_ERRORS as e:
+                    raise ModelInputError(f"{label}: {e}") from None
+            value = np.from_dlpack(value)  # host data for a device model: copied below
+        array = np.asarray(value)
+        try:
+            code = dtype_code(array.dtype)
+        except ValueError:
+            raise ModelInputError(f"{label}: arrays of dtype {array.dtype} are not "
+                                  "supported") from None
+        if user_managed:
+            if device != "cpu":
+                raise ModelInputError(f"{label}: user_managed borrows memory on the model's "
+                                      f"device ({device}); pass a DLPack tensor there")
+            if not array.flags.writeable:
+                raise ModelInputError(f"{label}: user_managed cannot borrow a read-only "
+                                      "array (the model may write its buffers)")
+            return _core.borrow_array(array, code)
+        if device == "cpu" and array.flags.writeable:
+            return _core.borrow_array(array, code)
+        return _core.copy_array(np.ascontiguousarray(array), code, device)
+
+    def extract_constants_map(self, use_inactive: bool = False) -> dict[str, Any]:
+        """The model's constants by FQN, viewing its memory (no copy): numpy
+        arrays for a cpu model, :class:`DeviceTensor` objects otherwise.
+        While any of them (or a model that borrowed them with
+        ``user_managed=True``) lives, :meth:`close` and
+        :meth:`free_inactive_constant_buffer` (of that buffer) are refused.
+        Empty for an inactive buffer that holds nothing."""
+        core = self._open_core()
+        try:
+            handles = core.extract_constants_map(use_inactive)
+        except ShimError as e:
+            raise ModelError(str(e)) from None
+        out: dict[str, Any] = {}
+        try:
+            for fqn, h in handles.items():
+                tensor = DeviceTensor(h)
+                out[fqn] = _host_view(tensor) if self._device == "cpu" else tensor
+        finally:
+            for h in handles.values():
+                _core.delete_tensor_object(h)
+        return out
+
+    def swap_constant_buffer(self) -> None:
+        """Make the inactive buffer active, between runs: each run sees
+        either the old constants or the new ones, never a mix."""
+        self._constants_call(self._open_core().swap_constant_buffer)
+
+    def free_inactive_constant_buffer(self) -> None:
+        """Free the inactive buffer (after a swap: the old constants)."""
+        self._constants_call(self._open_core().free_inactive_constant_buffer)
+
+    def _constants_call(self, fn: Any) -> None:
+        try:
+            fn()
+        except _core.ShimInputError as e:
+            raise ModelInputError(str(e)) from None
+        except ShimError as e:
+            raise ModelError(str(e)) from None
 
     @property
     def leaks(self) -> list[str]:
@@ -637,6 +762,22 @@ def _export_capsule(value: Any, stream: int | None) -> Any:
 def _to_numpy(data: np.ndarray, sizes: tuple[int, ...], code: int) -> np.ndarray:
     dtype = NUMPY_BY_CODE.get(code)
     return data.view(dtype if dtype is not None else numpy_dtype(code)).reshape(sizes)
+
+
+def _host_view(tensor: "DeviceTensor") -> np.ndarray:
+    """A writable numpy array over a host DeviceTensor's memory, which it
+    keeps alive (through the buffer object it is made on)."""
+    code = tensor.dtype_code
+    dtype = NUMPY_BY_CODE.get(code)
+    dtype = np.dtype(dtype if dtype is not None else numpy_dtype(code))
+    shape = tuple(tensor.shape)
+    strides = tuple(s * dtype.itemsize for s in tensor.strides)
+    if not all(shape):
+        return np.empty(shape, dtype)
+    extent = dtype.itemsize + sum((n - 1) * s for n, s in zip(shape, strides))
+    buffer = (ctypes.c_ubyte * extent).from_address(tensor.data_ptr)
+    buffer.keepalive = tensor
+    return np.ndarray(shape, dtype, buffer=buffer, strides=strides)
 
 
 def _static_shapes(spec: ModelSpec | None) -> list[tuple[int, ...]] | None:
