@@ -18,6 +18,8 @@ the model runs; without it the model's own input checks report them.
 from __future__ import annotations
 
 import ctypes
+import io
+import re
 import shutil
 import stat
 import tempfile
@@ -25,7 +27,7 @@ import warnings
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, BinaryIO, Mapping, Sequence
 
 import numpy as np
 
@@ -835,19 +837,44 @@ def _resolve_file(path: str | Path, what: str) -> Path:
     return resolved
 
 
-def package_members(archive: zipfile.ZipFile) -> tuple[str, str | None]:
-    """The model ``.so`` in a ``.pt2`` archive and its weights blob (or None)."""
-    names = archive.namelist()
-    libraries = [n for n in names if PACKAGE_MODEL_DIR in n and n.endswith(".so")]
-    if not libraries:
+# A model library in a package: <archive>/data/aotinductor/<model name>/<hash>.wrapper.so
+# (torch names the model "model" unless it packages several).
+_PACKAGE_LIBRARY = re.compile(r"(?:^|/)data/aotinductor/([^/]+)/[^/]+\.so$")
+
+
+def _choose_model(names: list[str], model_name: str | None) -> str:
+    """The library (one of ``names``, package paths) of the model to load."""
+    by_model: dict[str, list[str]] = {}
+    for n in names:
+        match = _PACKAGE_LIBRARY.search(n)
+        if match:
+            by_model.setdefault(match.group(1), []).append(n)
+    if not by_model:
         raise ModelError(
             "the package holds no compiled model library (expected "
             f"'<name>/{PACKAGE_MODEL_DIR}<hash>.wrapper.so'; was it compiled on this platform "
             "with aoti_compile_and_package?)")
+    models = ", ".join(repr(m) for m in sorted(by_model))
+    if model_name is None:
+        if len(by_model) > 1:
+            raise ModelError(f"the package holds several models ({models}); pass model_name= "
+                             "to choose one")
+        model_name = next(iter(by_model))
+    elif model_name not in by_model:
+        raise ModelError(f"the package holds no model {model_name!r} (its models: {models})")
+    libraries = by_model[model_name]
     if len(libraries) > 1:
-        raise ModelError(f"the package holds {len(libraries)} model libraries ({libraries}); "
-                         "extract the one to run and load its .so")
-    so = libraries[0]
+        raise ModelError(f"the package holds {len(libraries)} libraries for model "
+                         f"{model_name!r} ({libraries}); extract the one to run and load its .so")
+    return libraries[0]
+
+
+def package_members(archive: zipfile.ZipFile,
+                    model_name: str | None = None) -> tuple[str, str | None]:
+    """The model ``.so`` in a ``.pt2`` archive and its weights blob (or None);
+    ``model_name`` chooses among several models (required then)."""
+    names = archive.namelist()
+    so = _choose_model(names, model_name)
     blob = so[:-len(".so")] + "_weights.blob"
     return so, (blob if blob in names else None)
 
@@ -890,7 +917,8 @@ def _copy_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path,
 
 
 def extract_package(archive: zipfile.ZipFile, so_path: Path,
-                    blob_path: Path | None = None) -> tuple[str, str | None]:
+                    blob_path: Path | None = None,
+                    model_name: str | None = None) -> tuple[str, str | None]:
     """Writes the model ``.so`` of a ``.pt2`` archive to ``so_path`` and, when
     ``blob_path`` is given and the package has one, its weights blob there.
     Returns the archive members (see :func:`package_members`). Raises
@@ -898,7 +926,7 @@ def extract_package(archive: zipfile.ZipFile, so_path: Path,
     in an unsupported way, not a library, or that would expand beyond the
     limits (``MAX_EXPANSION_RATIO``, the destination's free space), checked
     before anything is written."""
-    so_member, blob_member = package_members(archive)
+    so_member, blob_member = package_members(archive, model_name)
     members = [archive.getinfo(so_member)]
     if blob_path is not None and blob_member is not None:
         members.append(archive.getinfo(blob_member))
@@ -909,12 +937,16 @@ def extract_package(archive: zipfile.ZipFile, so_path: Path,
     return so_member, blob_member
 
 
-def load(path: str | Path, *, weights: str | Path | None = None, device: str = "cpu",
-         cuda_graphs: bool = False) -> Model:
+def load(path: str | Path | bytes | BinaryIO, *, weights: str | Path | None = None,
+         device: str = "cpu", cuda_graphs: bool = False, model_name: str | None = None) -> Model:
     """Load a compiled model for ``device`` ("cpu", "cuda:0", ...).
 
     ``path`` is a model ``.so`` (weights found beside it unless ``weights`` is
-    given) or a ``.pt2`` package holding one. Paths are resolved to absolute,
+    given), a ``.pt2`` package holding one (a path, its ``bytes``, or a binary
+    file object open on it), or a folder a package was extracted into (its
+    library and weights are loaded where they lie, nothing is copied).
+    ``model_name`` chooses a model of a package holding several (required
+    then; the error lists their names). Paths are resolved to absolute,
     canonical ones first, so ``load("m.so")`` is ``./m.so``, never a library of
     that name elsewhere. Raises :class:`ModelError` with the reason: no such
     file, not a model, shims aotishim lacks (all named), missing or truncated
@@ -930,11 +962,26 @@ def load(path: str | Path, *, weights: str | Path | None = None, device: str = "
     without; :attr:`Model.graphs` says which signatures were recorded and why
     not.
     """
-    source = _resolve_file(path, "model file")
     if weights is not None:
         weights = _resolve_file(weights, "weights file")
+    if isinstance(path, (bytes, bytearray, memoryview)):
+        return _load_archive(io.BytesIO(path), "<bytes>.pt2", weights, device, cuda_graphs,
+                             model_name)
+    if hasattr(path, "read"):
+        label = f"<{getattr(path, 'name', 'file object')}>"
+        try:
+            # zipfile reads from the end: a stream that cannot seek is read whole.
+            stream = path if path.seekable() else io.BytesIO(path.read())
+        except (OSError, ValueError) as e:
+            raise ModelError(f"cannot read the package from {label}: {e}") from None
+        return _load_archive(stream, label, weights, device, cuda_graphs, model_name)
+    if Path(path).is_dir():
+        return _load_folder(Path(path), weights, device, cuda_graphs, model_name)
+    source = _resolve_file(path, "model file")
     if zipfile.is_zipfile(source):
-        return _load_package(source, weights, device, cuda_graphs)
+        return _load_archive(source, str(source), weights, device, cuda_graphs, model_name)
+    if model_name is not None:
+        raise ModelError(f"model_name applies to packages; '{source}' is a model library")
     if source.suffix not in (".so", ".dylib") and not _is_elf(source):
         raise ModelError(
             f"'{source}' is neither a compiled model library (.so built by AOTInductor with "
@@ -953,12 +1000,28 @@ def _load_library(so: Path, source: Path, weights: str | Path | None, device: st
     return Model(core, source, spec)
 
 
-def _load_package(package: Path, weights: str | Path | None, device: str,
-                  cuda_graphs: bool = False) -> Model:
+def _load_folder(folder: Path, weights: Path | None, device: str, cuda_graphs: bool,
+                 model_name: str | None) -> Model:
+    """A package extracted into ``folder``: its library loaded in place."""
+    folder = folder.resolve()
+    names = [p.relative_to(folder).as_posix() for p in folder.rglob("*.so")]
+    try:
+        member = _choose_model(names, model_name)
+    except ModelError as e:
+        raise ModelError(f"directory '{folder}' is not an extracted package: {e}") from None
+    so = _resolve_file(folder / member, "model file")
+    blob = so.with_name(so.stem + "_weights.blob")
+    if weights is None and blob.is_file():
+        weights = blob
+    return _load_library(so, so, weights, device, cuda_graphs)
+
+
+def _load_archive(package: Path | BinaryIO, label: str, weights: str | Path | None, device: str,
+                  cuda_graphs: bool = False, model_name: str | None = None) -> Model:
     try:
         archive = zipfile.ZipFile(package)
     except (zipfile.BadZipFile, OSError, ValueError) as e:
-        raise ModelError(f"'{package}' is not a readable .pt2 package: {e}") from None
+        raise ModelError(f"'{label}' is not a readable .pt2 package: {e}") from None
     # Extracted afresh each time: the runtime recognises a library it has
     # loaded before by its bytes and reuses it, so loading a package again
     # adds no code to the process; the files go once the model is loaded.
@@ -967,17 +1030,17 @@ def _load_package(package: Path, weights: str | Path | None, device: str,
         so, blob = tmp_dir / "model.so", tmp_dir / "model.weights.blob"
         try:
             so_member, blob_member = extract_package(
-                archive, so, blob if weights is None else None)
+                archive, so, blob if weights is None else None, model_name)
         except ModelError as e:
-            raise ModelError(f"'{package}': {e}") from None
+            raise ModelError(f"'{label}': {e}") from None
         try:
-            model = _load_library(so, package, weights, device, cuda_graphs)
+            model = _load_library(so, Path(label), weights, device, cuda_graphs)
         except ModelError as e:
             # Name the package, not files that are gone once this returns.
-            message = str(e).replace(str(so), f"{package}!{so_member}")
+            message = str(e).replace(str(so), f"{label}!{so_member}")
             if blob_member is not None:
-                message = message.replace(str(blob), f"{package}!{blob_member}")
-            raise ModelError(message.replace(str(tmp_dir), f"{package}!")) from None
+                message = message.replace(str(blob), f"{label}!{blob_member}")
+            raise ModelError(message.replace(str(tmp_dir), f"{label}!")) from None
         if weights is None and blob_member is not None:
-            model._weights_label = f"{package}!{blob_member}"
+            model._weights_label = f"{label}!{blob_member}"
         return model
