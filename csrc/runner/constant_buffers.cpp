@@ -302,7 +302,7 @@ void ConstantBuffers::free_inactive() {
 int ConstantBuffers::leases() const { return *buffers_[0].leases + *buffers_[1].leases; }
 
 void ConstantBuffers::release() {
-  ScopeGuard guard(scope_);
+  // Also after a failed load, before describe() ran: nothing held then.
   for (Buffer& b : buffers_) {
     for (auto& [name, held] : b.held) {
       delete_if_live(held.container_view);
