@@ -111,6 +111,15 @@ def test_bad_constants_are_refused_by_name_and_change_nothing(mlp):
             ro = good["fc1.bias"].copy()
             ro.flags.writeable = False
             m.load_constants({"fc1.bias": ro}, user_managed=True)
+        # A tensor on another device (the C++ check, which the API's handles reach).
+        from aotishim import _core, shim
+
+        elsewhere = shim.empty_strided([32], device="sim")
+        try:
+            with pytest.raises(_core.ShimInputError, match="'fc1.bias'.*lives on cpu, got .*sim"):
+                m._core.load_constants({"fc1.bias": elsewhere.handle}, False, False, False)
+        finally:
+            shim.delete(elsewhere)
         with pytest.raises(aotishim.ModelInputError, match="mapping"):
             m.load_constants([("fc1.bias", good["fc1.bias"])])
         with pytest.raises(aotishim.ModelInputError, match="inactive constant buffer is empty"):

@@ -108,7 +108,9 @@ void ConstantBuffers::check_given(const Constant& c, AtenTensorHandle h, bool us
     throw InputError(label(c) + " has shape " + shape_text(c.sizes) + ", got " +
                      shape_text(info.sizes));
   }
-  if (info.device != device_) {
+  // By (type, index): "cuda" and "cuda:0" name one device.
+  const AbiDevice got = parse_device_abi(info.device);
+  if (got.type != device_type_ || got.index != device_index_) {
     throw InputError(label(c) + " lives on " + device_ + ", got a tensor on " + info.device);
   }
   if (user_managed && !same_layout(c.sizes, c.strides, info.strides)) {
