@@ -43,3 +43,37 @@ def test_native_runner_matches_python(compiled, tmp_path):
     assert "input consumed 1" in lines
     assert "leaks 0" in lines and "live 0" in lines
     assert any(l.startswith("error ") and "does not exist" in l for l in lines)
+
+
+@pytest.mark.skipif(CXX is None, reason="needs a C++ compiler")
+def test_native_constants_api(compiled, tmp_path):
+    """aotishim::Model's constants API from C++: inactive load, swap, free, refusals."""
+    lib_dir = Path(aotishim.__file__).resolve().parent
+    libs = sorted(lib_dir.glob("libaotishim.*"))
+    if not libs:
+        pytest.skip("libaotishim is not beside the package")
+    exe = tmp_path / "constants_api"
+    subprocess.run([CXX, "-std=c++17", "-O1", "-o", str(exe),
+                    str(ROOT / "tests/native/constants_api.cpp"), f"-I{ROOT / 'csrc/include'}",
+                    str(libs[0]), f"-Wl,-rpath,{lib_dir}"], check=True)
+    c = compiled("mlp")
+    rows, cols = c.inputs[0].shape
+    r = subprocess.run([str(exe), str(c.so), str(rows), str(cols)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout.splitlines()
+    line = lambda prefix: next(l for l in out if l.startswith(prefix))
+    x = np.ones((rows, cols), np.float32)
+    with aotishim.load(c.so) as m:
+        assert line("fqns") == "fqns " + " ".join(m.get_constant_fqns())
+        before = m(x)[0].ravel()
+        m.load_constants({k: v * 2 for k, v in m.extract_constants_map().items()})
+        after = m(x)[0].ravel()
+    values = lambda key: np.array(line(key + " ")[len(key):].split(), dtype=np.float32)
+    np.testing.assert_allclose(values("before"), before, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(values("inactive loaded"), before, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(values("swapped"), after, rtol=1e-6, atol=1e-6)
+    assert not np.allclose(before, after)
+    assert line("close while viewed") == "close while viewed: refused"
+    assert line("unknown fqn") == "unknown fqn: InputError"
+    assert "leaks 0" in r.stdout and "live 0" in r.stdout

@@ -9,7 +9,9 @@ namespace aotishim::python {
 
 void bind_errors(py::module_& m) {
   // Every shim failure surfaces as ShimError carrying the shim's message.
-  py::register_exception<aotishim::Error>(m, "ShimError", PyExc_RuntimeError);
+  auto shim_error = py::register_exception<aotishim::Error>(m, "ShimError", PyExc_RuntimeError);
+  // Registered after its base, so pybind11 tries it first.
+  py::register_exception<aotishim::InputError>(m, "ShimInputError", shim_error.ptr());
 }
 
 }  // namespace aotishim::python

@@ -104,6 +104,35 @@ void bind_model(py::module_& m) {
           },
           py::arg("inputs"),
           "Runs on tensor handles (consumed); returns one caller-owned handle per output.")
+      .def_property_readonly("constant_fqns", &Model::constant_fqns)
+      .def(
+          "load_constants",
+          [](Model& self, const std::map<std::string, uintptr_t>& constants,
+             bool check_full_update, bool user_managed, bool use_inactive) {
+            std::map<std::string, AtenTensorHandle> handles;
+            for (const auto& [fqn, h] : constants) handles[fqn] = reinterpret_cast<AtenTensorHandle>(h);
+            ConstantLoadOptions options;
+            options.check_full_update = check_full_update;
+            options.user_managed = user_managed;
+            options.use_inactive = use_inactive;
+            without_gil([&] { self.load_constants(handles, options); });
+          },
+          py::arg("constants"), py::arg("check_full_update"), py::arg("user_managed"),
+          py::arg("use_inactive"), "Model::load_constants on handles by FQN (borrowed).")
+      .def(
+          "extract_constants_map",
+          [](Model& self, bool use_inactive) {
+            std::map<std::string, AtenTensorHandle> views =
+                without_gil([&] { return self.extract_constants_map(use_inactive); });
+            std::map<std::string, uintptr_t> out;
+            for (const auto& [fqn, h] : views) out[fqn] = reinterpret_cast<uintptr_t>(h);
+            return out;
+          },
+          py::arg("use_inactive"), "Caller-owned handles viewing the constants, by FQN.")
+      .def("swap_constant_buffer",
+           [](Model& self) { without_gil([&] { self.swap_constant_buffer(); }); })
+      .def("free_inactive_constant_buffer",
+           [](Model& self) { without_gil([&] { self.free_inactive_constant_buffer(); }); })
       .def("close",
            [](Model& self) { return without_gil([&] { return self.close(); }); })
       .def_property_readonly("closed", &Model::closed)

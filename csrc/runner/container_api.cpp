@@ -43,6 +43,13 @@ ContainerApi ContainerApi::resolve(const SharedLibrary& library) {
   bind(library, "AOTInductorModelContainerGetConstantsBlobSize", api.constants_blob_size, false);
   bind(library, "AOTInductorModelUpdateConstantsFromBlob", api.update_constants_from_blob, false);
   bind(library, "AOTInductorModelContainerExtractConstantsMapEntries", api.constant_entries, false);
+  bind(library, "AOTInductorModelContainerGetConstantOriginalFQN", api.constant_fqn, false);
+  bind(library, "AOTInductorModelContainerGetConstantFromFolded", api.constant_from_folded, false);
+  bind(library, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
+       api.update_user_managed_constants, false);
+  bind(library, "AOTInductorModelContainerSwapConstantBuffer", api.swap_constant_buffer, false);
+  bind(library, "AOTInductorModelContainerFreeInactiveConstantBuffer",
+       api.free_inactive_constant_buffer, false);
   bind(library, "AOTInductorGetLastError", api.last_error, false);
   bind(library, "AOTInductorModelContainerRunSingleThreaded", api.run_single_threaded, false);
   return api;

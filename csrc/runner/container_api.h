@@ -41,6 +41,14 @@ struct ContainerApi {
   AOTIRuntimeError (*update_constants_from_blob)(ContainerHandle, const uint8_t*) = nullptr;
   AOTIRuntimeError (*constant_entries)(ContainerHandle, const ConstantMapEntry**, size_t*,
                                        bool use_inactive) = nullptr;
+  AOTIRuntimeError (*constant_fqn)(ContainerHandle, size_t, const char**) = nullptr;
+  AOTIRuntimeError (*constant_from_folded)(ContainerHandle, size_t, bool*) = nullptr;
+  // The constants API (torch's load_constants / swap_constant_buffer / ...).
+  AOTIRuntimeError (*update_user_managed_constants)(ContainerHandle, const ConstantMapEntry*,
+                                                    size_t num_pairs, bool use_inactive,
+                                                    bool validate_full_update) = nullptr;
+  AOTIRuntimeError (*swap_constant_buffer)(ContainerHandle) = nullptr;
+  AOTIRuntimeError (*free_inactive_constant_buffer)(ContainerHandle) = nullptr;
   AOTIRuntimeError (*last_error)(const char**) = nullptr;
   // run without the container's per-run CUDA event, which a graph recording
   // would capture and leave unusable; never mixed with `run` on one container.

@@ -15,6 +15,7 @@
 #include "core/device_type.h"
 #include "core/error.h"
 #include "core/device.h"
+#include "runner/constant_buffers.h"
 #include "runner/container_api.h"
 #include "runner/graph_runs.h"
 #include "runner/handle_cleanup.h"
@@ -61,6 +62,23 @@ struct Model::Impl {
   bool cuda_graphs = false;
   std::unique_ptr<runner::GraphRuns> graphs;
   mutable std::mutex graph_mutex;
+  // The constants API: its calls are serialized by constants_mutex (taken
+  // before `mutex`). Those that change what runs read take `mutex`
+  // exclusively through `admission`, which new runs pass on their way in, so
+  // a steady stream of runs cannot starve them.
+  runner::ConstantBuffers constants;
+  std::mutex constants_mutex;
+  mutable std::mutex admission;
+
+  std::shared_lock<std::shared_mutex> admit_run() const {
+    std::lock_guard<std::mutex> gate(admission);
+    return std::shared_lock<std::shared_mutex>(mutex);
+  }
+  std::unique_lock<std::shared_mutex> exclusive() const {
+    std::lock_guard<std::mutex> gate(admission);
+    return std::unique_lock<std::shared_mutex>(mutex);
+  }
+  void refuse_with_graphs(const char* what) const;
 
   void open_container();
   void feed_weights(const std::string& requested);
@@ -326,6 +344,7 @@ std::vector<std::string> Model::Impl::teardown() {
     if (api.destroy(container) != 0) found.push_back(api.error_message("deleting the container"));
     container = nullptr;
   }
+  constants.release();  // what backed loaded constants, now that nothing reads it
   if (has_scope) {
     CurrentDevice on(*target);
     for (std::string& leak : destroy_scope(scope)) found.push_back(std::move(leak));
@@ -389,8 +408,15 @@ Model::~Model() {
   try {
     const auto leaks = close();
     for (const auto& leak : leaks) log(LogLevel::Warn, "model leak: " + leak);
+  } catch (const std::exception& e) {
+    // A destructor reports, it never throws. Constants still viewed by
+    // another model or the caller must outlive this object: it is left
+    // behind, container and scope included, rather than freed under them.
+    if (impl_ && impl_->constants.leases() > 0) {
+      log(LogLevel::Warn, std::string("model left loaded: ") + e.what());
+      (void)impl_.release();
+    }
   } catch (...) {
-    // A destructor reports, it never throws.
   }
 }
 
@@ -440,6 +466,7 @@ std::unique_ptr<Model> Model::load(const std::string& requested_path,
     m.open_container();
     m.feed_weights(weights_path);
     m.record_constant_ptrs();
+    m.constants.describe(&m.api, m.container, m.scope, so_path, device);
   } catch (...) {
     m.closed = true;
     m.torn_down = true;
@@ -454,7 +481,7 @@ std::vector<AtenTensorHandle> Model::run(const std::vector<AtenTensorHandle>& in
     consume(inputs);  // consumed on every path
     impl_->require_open();
   }
-  std::shared_lock<std::shared_mutex> lock(impl_->mutex);
+  std::shared_lock<std::shared_mutex> lock = impl_->admit_run();
   CurrentDevice on(*impl_->target);
   if (impl_->closed || inputs.size() != impl_->input_names.size() ||
       (is_cpu(impl_->device) && g_forked_after_cpu_run)) {
@@ -487,7 +514,7 @@ std::vector<AtenTensorHandle> Model::run(const std::vector<AtenTensorHandle>& in
 
 std::vector<HostOutput> Model::run_host(const std::vector<HostInput>& inputs) {
   impl_->require_open();  // before the lock: a close in progress admits no new run
-  std::shared_lock<std::shared_mutex> lock(impl_->mutex);
+  std::shared_lock<std::shared_mutex> lock = impl_->admit_run();
   Impl& m = *impl_;
   CurrentDevice on(*m.target);
   m.require_open();
@@ -567,12 +594,76 @@ std::vector<std::string> Model::close() {
   impl_->closed = true;  // refuses new runs from here on
   std::unique_lock<std::shared_mutex> lock(impl_->mutex);  // waits for those in flight
   if (impl_->torn_down) return {};
+  if (const int leases = impl_->constants.leases(); leases > 0) {
+    impl_->closed = false;
+    throw Error("model '" + impl_->path + "' cannot close: its constants are still viewed by " +
+                std::to_string(leases) + " map(s) from extract_constants_map (or models " +
+                "that borrowed them with user_managed); release those first");
+  }
   impl_->torn_down = true;
   impl_->leaks = impl_->teardown();
   return impl_->leaks;
 }
 
 bool Model::closed() const { return impl_->closed; }
+
+void Model::Impl::refuse_with_graphs(const char* what) const {
+  if (cuda_graphs) {
+    throw Error(std::string("model '") + path + "' was loaded with cuda_graphs, whose " +
+                "recordings hold its constants' addresses: " + what + " is not supported");
+  }
+}
+
+std::vector<std::string> Model::constant_fqns() const { return impl_->constants.fqns(); }
+
+void Model::load_constants(const std::map<std::string, AtenTensorHandle>& given,
+                           const ConstantLoadOptions& options) {
+  Impl& m = *impl_;
+  m.require_open();
+  std::lock_guard<std::mutex> serial(m.constants_mutex);
+  CurrentDevice on(*m.target);
+  if (options.use_inactive) {
+    // The inactive buffer is not read by runs: they go on meanwhile.
+    std::shared_lock<std::shared_mutex> lock = m.admit_run();
+    m.require_open();
+    m.constants.load(given, options.check_full_update, options.user_managed, true);
+    return;
+  }
+  m.refuse_with_graphs("load_constants on the active buffer");
+  std::unique_lock<std::shared_mutex> lock = m.exclusive();
+  m.require_open();
+  m.constants.load(given, options.check_full_update, options.user_managed, false);
+}
+
+std::map<std::string, AtenTensorHandle> Model::extract_constants_map(bool use_inactive) {
+  Impl& m = *impl_;
+  m.require_open();
+  std::lock_guard<std::mutex> serial(m.constants_mutex);
+  std::shared_lock<std::shared_mutex> lock = m.admit_run();
+  m.require_open();
+  return m.constants.extract(use_inactive);
+}
+
+void Model::swap_constant_buffer() {
+  Impl& m = *impl_;
+  m.require_open();
+  m.refuse_with_graphs("swap_constant_buffer");
+  std::lock_guard<std::mutex> serial(m.constants_mutex);
+  CurrentDevice on(*m.target);
+  std::unique_lock<std::shared_mutex> lock = m.exclusive();  // between runs
+  m.require_open();
+  m.constants.swap();
+}
+
+void Model::free_inactive_constant_buffer() {
+  Impl& m = *impl_;
+  m.require_open();
+  std::lock_guard<std::mutex> serial(m.constants_mutex);
+  CurrentDevice on(*m.target);
+  std::shared_lock<std::shared_mutex> lock = m.admit_run();
+  m.require_open();
+  m.constants.free_inactive();
+}
 
 const std::string& Model::path() const { return impl_->path; }
 const std::string& Model::weights_path() const { return impl_->weights_path; }

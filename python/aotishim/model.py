@@ -17,6 +17,9 @@ the model runs; without it the model's own input checks report them.
 
 from __future__ import annotations
 
+import ctypes
+import io
+import re
 import shutil
 import stat
 import tempfile
@@ -24,7 +27,7 @@ import warnings
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, BinaryIO, Mapping, Sequence
 
 import numpy as np
 
@@ -425,8 +428,13 @@ class Model:
         after close was called are refused (:class:`ModelError`: "... is
         closed"); close waits only for those already in flight, then returns
         (a second close waits for the first one's teardown and returns []).
+        Refused (:class:`ModelError`, the model stays open) while views from
+        :meth:`extract_constants_map` live, or models that borrowed them.
         """
-        leaks = list(self._core.close())
+        try:
+            leaks = list(self._core.close())
+        except ShimError as e:  # its constants are still viewed: it stays open
+            raise ModelError(str(e)) from None
         if leaks:
             warnings.warn(f"{self.name} left {len(leaks)} tensor(s) behind: {leaks}",
                           LeakWarning, stacklevel=2)
@@ -460,7 +468,11 @@ class Model:
     def __del__(self) -> None:
         core = getattr(self, "_core", None)
         if core is not None and not core.closed:
-            core.close()
+            try:
+                core.close()
+            except ShimError as e:
+                # Still viewed by another model: left loaded, as it must be.
+                warnings.warn(str(e), LeakWarning, stacklevel=2)
 
     def _open_core(self) -> Any:
         if self._core.closed:
@@ -547,6 +559,121 @@ class Model:
                 return dict(scope)
         return {"id": self._core.scope, "name": "", "tensors": 0, "owned_storages": 0,
                 "owned_bytes": 0, "borrowed_storages": 0}
+
+    # ---- constants (torch's runner API) ----
+    def get_constant_fqns(self) -> list[str]:
+        """The FQNs (``"fc1.weight"``) :meth:`load_constants` takes and
+        :meth:`extract_constants_map` returns, in the model's order."""
+        return list(self._open_core().constant_fqns)
+
+    def load_constants(self, mapping: Mapping[str, Any], *, check_full_update: bool = False,
+                       user_managed: bool = False, use_inactive: bool = False) -> None:
+        """Load constants by FQN from numpy arrays or DLPack tensors (torch).
+
+        Each must have the constant's dtype and shape (and, for DLPack
+        tensors, be on the model's device): :class:`ModelInputError` names
+        the first that does not, an unknown FQN, or with ``check_full_update``
+        the FQNs left out; a failed load changes nothing. The data is copied
+        into the model's memory in the model's layout, unless
+        ``user_managed``: then the model borrows the caller's memory (which
+        must be writable and in the model's strides), and keeps it alive
+        while it holds it. ``use_inactive`` loads the inactive buffer while
+        runs go on with the active one; :meth:`swap_constant_buffer` then
+        switches over. Loading the active buffer waits for the runs in
+        flight and holds new ones back until it is done.
+        """
+        core = self._open_core()
+        if not isinstance(mapping, Mapping):
+            raise ModelInputError(f"{self.name}: load_constants takes a mapping of FQN to "
+                                  f"array, got {type(mapping).__name__}")
+        handles: dict[str, int] = {}
+        try:
+            for fqn, value in mapping.items():
+                if not isinstance(fqn, str):
+                    raise ModelInputError(f"{self.name}: constant names are strings, got {fqn!r}")
+                handles[fqn] = self._constant_handle(fqn, value, user_managed)
+            core.load_constants(handles, check_full_update, user_managed, use_inactive)
+        except ModelError:
+            raise
+        except _core.ShimInputError as e:
+            raise ModelInputError(str(e)) from None
+        except ShimError as e:
+            if core.closed:
+                raise ModelError(f"{self.name} is closed") from None
+            raise ModelError(str(e)) from None
+        finally:
+            for h in handles.values():
+                _core.delete_tensor_object(h)
+
+    def _constant_handle(self, fqn: str, value: Any, user_managed: bool) -> int:
+        """A tensor handle over (or, for another device, a copy of) ``value``."""
+        label = f"{self.name}: constant '{fqn}'"
+        device = self._device
+        if _is_dlpack_producer(value):
+            dl_type, _ = value.__dlpack_device__()
+            if not (dl_type == _DL_CPU and device != "cpu"):
+                try:
+                    capsule = _export_capsule(value, None)
+                    return _core.borrow_dlpack(capsule, device)
+                except _EXPORT_ERRORS as e:
+                    raise ModelInputError(f"{label}: {e}") from None
+            value = np.from_dlpack(value)  # host data for a device model: copied below
+        array = np.asarray(value)
+        try:
+            code = dtype_code(array.dtype)
+        except ValueError:
+            raise ModelInputError(f"{label}: arrays of dtype {array.dtype} are not "
+                                  "supported") from None
+        if user_managed:
+            if device != "cpu":
+                raise ModelInputError(f"{label}: user_managed borrows memory on the model's "
+                                      f"device ({device}); pass a DLPack tensor there")
+            if not array.flags.writeable:
+                raise ModelInputError(f"{label}: user_managed cannot borrow a read-only "
+                                      "array (the model may write its buffers)")
+            return _core.borrow_array(array, code)
+        if device == "cpu" and array.flags.writeable:
+            return _core.borrow_array(array, code)
+        return _core.copy_array(np.ascontiguousarray(array), code, device)
+
+    def extract_constants_map(self, use_inactive: bool = False) -> dict[str, Any]:
+        """The model's constants by FQN, viewing its memory (no copy): numpy
+        arrays for a cpu model, :class:`DeviceTensor` objects otherwise.
+        While any of them (or a model that borrowed them with
+        ``user_managed=True``) lives, :meth:`close` and
+        :meth:`free_inactive_constant_buffer` (of that buffer) are refused.
+        Empty for an inactive buffer that holds nothing."""
+        core = self._open_core()
+        try:
+            handles = core.extract_constants_map(use_inactive)
+        except ShimError as e:
+            raise ModelError(str(e)) from None
+        out: dict[str, Any] = {}
+        try:
+            for fqn, h in handles.items():
+                tensor = DeviceTensor(h)
+                out[fqn] = _host_view(tensor) if self._device == "cpu" else tensor
+        finally:
+            for h in handles.values():
+                _core.delete_tensor_object(h)
+        return out
+
+    def swap_constant_buffer(self) -> None:
+        """Make the inactive buffer active, between runs: each run sees
+        either the old constants or the new ones, never a mix."""
+        self._constants_call(self._open_core().swap_constant_buffer)
+
+    def free_inactive_constant_buffer(self) -> None:
+        """Free the inactive buffer (after a swap: the old constants)."""
+        self._constants_call(self._open_core().free_inactive_constant_buffer)
+
+    def _constants_call(self, fn: Any) -> None:
+        try:
+            fn()
+        except _core.ShimInputError as e:
+            raise ModelInputError(str(e)) from None
+        except ShimError as e:
+            raise ModelError(str(e)) from None
 
     @property
     def leaks(self) -> list[str]:
@@ -639,6 +766,22 @@ def _to_numpy(data: np.ndarray, sizes: tuple[int, ...], code: int) -> np.ndarray
     return data.view(dtype if dtype is not None else numpy_dtype(code)).reshape(sizes)
 
 
+def _host_view(tensor: "DeviceTensor") -> np.ndarray:
+    """A writable numpy array over a host DeviceTensor's memory, which it
+    keeps alive (through the buffer object it is made on)."""
+    code = tensor.dtype_code
+    dtype = NUMPY_BY_CODE.get(code)
+    dtype = np.dtype(dtype if dtype is not None else numpy_dtype(code))
+    shape = tuple(tensor.shape)
+    strides = tuple(s * dtype.itemsize for s in tensor.strides)
+    if not all(shape):
+        return np.empty(shape, dtype)
+    extent = dtype.itemsize + sum((n - 1) * s for n, s in zip(shape, strides))
+    buffer = (ctypes.c_ubyte * extent).from_address(tensor.data_ptr)
+    buffer.keepalive = tensor
+    return np.ndarray(shape, dtype, buffer=buffer, strides=strides)
+
+
 def _static_shapes(spec: ModelSpec | None) -> list[tuple[int, ...]] | None:
     """The input shapes of a spec whose every input dimension is a number,
     for which a match is all the full check could find (no symbol is bound,
@@ -694,19 +837,44 @@ def _resolve_file(path: str | Path, what: str) -> Path:
     return resolved
 
 
-def package_members(archive: zipfile.ZipFile) -> tuple[str, str | None]:
-    """The model ``.so`` in a ``.pt2`` archive and its weights blob (or None)."""
-    names = archive.namelist()
-    libraries = [n for n in names if PACKAGE_MODEL_DIR in n and n.endswith(".so")]
-    if not libraries:
+# A model library in a package: <archive>/data/aotinductor/<model name>/<hash>.wrapper.so
+# (torch names the model "model" unless it packages several).
+_PACKAGE_LIBRARY = re.compile(r"(?:^|/)data/aotinductor/([^/]+)/[^/]+\.so$")
+
+
+def _choose_model(names: list[str], model_name: str | None) -> str:
+    """The library (one of ``names``, package paths) of the model to load."""
+    by_model: dict[str, list[str]] = {}
+    for n in names:
+        match = _PACKAGE_LIBRARY.search(n)
+        if match:
+            by_model.setdefault(match.group(1), []).append(n)
+    if not by_model:
         raise ModelError(
             "the package holds no compiled model library (expected "
             f"'<name>/{PACKAGE_MODEL_DIR}<hash>.wrapper.so'; was it compiled on this platform "
             "with aoti_compile_and_package?)")
+    models = ", ".join(repr(m) for m in sorted(by_model))
+    if model_name is None:
+        if len(by_model) > 1:
+            raise ModelError(f"the package holds several models ({models}); pass model_name= "
+                             "to choose one")
+        model_name = next(iter(by_model))
+    elif model_name not in by_model:
+        raise ModelError(f"the package holds no model {model_name!r} (its models: {models})")
+    libraries = by_model[model_name]
     if len(libraries) > 1:
-        raise ModelError(f"the package holds {len(libraries)} model libraries ({libraries}); "
-                         "extract the one to run and load its .so")
-    so = libraries[0]
+        raise ModelError(f"the package holds {len(libraries)} libraries for model "
+                         f"{model_name!r} ({libraries}); extract the one to run and load its .so")
+    return libraries[0]
+
+
+def package_members(archive: zipfile.ZipFile,
+                    model_name: str | None = None) -> tuple[str, str | None]:
+    """The model ``.so`` in a ``.pt2`` archive and its weights blob (or None);
+    ``model_name`` chooses among several models (required then)."""
+    names = archive.namelist()
+    so = _choose_model(names, model_name)
     blob = so[:-len(".so")] + "_weights.blob"
     return so, (blob if blob in names else None)
 
@@ -749,7 +917,8 @@ def _copy_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path,
 
 
 def extract_package(archive: zipfile.ZipFile, so_path: Path,
-                    blob_path: Path | None = None) -> tuple[str, str | None]:
+                    blob_path: Path | None = None,
+                    model_name: str | None = None) -> tuple[str, str | None]:
     """Writes the model ``.so`` of a ``.pt2`` archive to ``so_path`` and, when
     ``blob_path`` is given and the package has one, its weights blob there.
     Returns the archive members (see :func:`package_members`). Raises
@@ -757,7 +926,7 @@ def extract_package(archive: zipfile.ZipFile, so_path: Path,
     in an unsupported way, not a library, or that would expand beyond the
     limits (``MAX_EXPANSION_RATIO``, the destination's free space), checked
     before anything is written."""
-    so_member, blob_member = package_members(archive)
+    so_member, blob_member = package_members(archive, model_name)
     members = [archive.getinfo(so_member)]
     if blob_path is not None and blob_member is not None:
         members.append(archive.getinfo(blob_member))
@@ -768,12 +937,16 @@ def extract_package(archive: zipfile.ZipFile, so_path: Path,
     return so_member, blob_member
 
 
-def load(path: str | Path, *, weights: str | Path | None = None, device: str = "cpu",
-         cuda_graphs: bool = False) -> Model:
+def load(path: str | Path | bytes | BinaryIO, *, weights: str | Path | None = None,
+         device: str = "cpu", cuda_graphs: bool = False, model_name: str | None = None) -> Model:
     """Load a compiled model for ``device`` ("cpu", "cuda:0", ...).
 
     ``path`` is a model ``.so`` (weights found beside it unless ``weights`` is
-    given) or a ``.pt2`` package holding one. Paths are resolved to absolute,
+    given), a ``.pt2`` package holding one (a path, its ``bytes``, or a binary
+    file object open on it), or a folder a package was extracted into (its
+    library and weights are loaded where they lie, nothing is copied).
+    ``model_name`` chooses a model of a package holding several (required
+    then; the error lists their names). Paths are resolved to absolute,
     canonical ones first, so ``load("m.so")`` is ``./m.so``, never a library of
     that name elsewhere. Raises :class:`ModelError` with the reason: no such
     file, not a model, shims aotishim lacks (all named), missing or truncated
@@ -789,11 +962,26 @@ def load(path: str | Path, *, weights: str | Path | None = None, device: str = "
     without; :attr:`Model.graphs` says which signatures were recorded and why
     not.
     """
-    source = _resolve_file(path, "model file")
     if weights is not None:
         weights = _resolve_file(weights, "weights file")
+    if isinstance(path, (bytes, bytearray, memoryview)):
+        return _load_archive(io.BytesIO(path), "<bytes>.pt2", weights, device, cuda_graphs,
+                             model_name)
+    if hasattr(path, "read"):
+        label = f"<{getattr(path, 'name', 'file object')}>"
+        try:
+            # zipfile reads from the end: a stream that cannot seek is read whole.
+            stream = path if path.seekable() else io.BytesIO(path.read())
+        except (OSError, ValueError) as e:
+            raise ModelError(f"cannot read the package from {label}: {e}") from None
+        return _load_archive(stream, label, weights, device, cuda_graphs, model_name)
+    if Path(path).is_dir():
+        return _load_folder(Path(path), weights, device, cuda_graphs, model_name)
+    source = _resolve_file(path, "model file")
     if zipfile.is_zipfile(source):
-        return _load_package(source, weights, device, cuda_graphs)
+        return _load_archive(source, str(source), weights, device, cuda_graphs, model_name)
+    if model_name is not None:
+        raise ModelError(f"model_name applies to packages; '{source}' is a model library")
     if source.suffix not in (".so", ".dylib") and not _is_elf(source):
         raise ModelError(
             f"'{source}' is neither a compiled model library (.so built by AOTInductor with "
@@ -812,12 +1000,28 @@ def _load_library(so: Path, source: Path, weights: str | Path | None, device: st
     return Model(core, source, spec)
 
 
-def _load_package(package: Path, weights: str | Path | None, device: str,
-                  cuda_graphs: bool = False) -> Model:
+def _load_folder(folder: Path, weights: Path | None, device: str, cuda_graphs: bool,
+                 model_name: str | None) -> Model:
+    """A package extracted into ``folder``: its library loaded in place."""
+    folder = folder.resolve()
+    names = [p.relative_to(folder).as_posix() for p in folder.rglob("*.so")]
+    try:
+        member = _choose_model(names, model_name)
+    except ModelError as e:
+        raise ModelError(f"directory '{folder}' is not an extracted package: {e}") from None
+    so = _resolve_file(folder / member, "model file")
+    blob = so.with_name(so.stem + "_weights.blob")
+    if weights is None and blob.is_file():
+        weights = blob
+    return _load_library(so, so, weights, device, cuda_graphs)
+
+
+def _load_archive(package: Path | BinaryIO, label: str, weights: str | Path | None, device: str,
+                  cuda_graphs: bool = False, model_name: str | None = None) -> Model:
     try:
         archive = zipfile.ZipFile(package)
     except (zipfile.BadZipFile, OSError, ValueError) as e:
-        raise ModelError(f"'{package}' is not a readable .pt2 package: {e}") from None
+        raise ModelError(f"'{label}' is not a readable .pt2 package: {e}") from None
     # Extracted afresh each time: the runtime recognises a library it has
     # loaded before by its bytes and reuses it, so loading a package again
     # adds no code to the process; the files go once the model is loaded.
@@ -826,17 +1030,17 @@ def _load_package(package: Path, weights: str | Path | None, device: str,
         so, blob = tmp_dir / "model.so", tmp_dir / "model.weights.blob"
         try:
             so_member, blob_member = extract_package(
-                archive, so, blob if weights is None else None)
+                archive, so, blob if weights is None else None, model_name)
         except ModelError as e:
-            raise ModelError(f"'{package}': {e}") from None
+            raise ModelError(f"'{label}': {e}") from None
         try:
-            model = _load_library(so, package, weights, device, cuda_graphs)
+            model = _load_library(so, Path(label), weights, device, cuda_graphs)
         except ModelError as e:
             # Name the package, not files that are gone once this returns.
-            message = str(e).replace(str(so), f"{package}!{so_member}")
+            message = str(e).replace(str(so), f"{label}!{so_member}")
             if blob_member is not None:
-                message = message.replace(str(blob), f"{package}!{blob_member}")
-            raise ModelError(message.replace(str(tmp_dir), f"{package}!")) from None
+                message = message.replace(str(blob), f"{label}!{blob_member}")
+            raise ModelError(message.replace(str(tmp_dir), f"{label}!")) from None
         if weights is None and blob_member is not None:
-            model._weights_label = f"{package}!{blob_member}"
+            model._weights_label = f"{label}!{blob_member}"
         return model

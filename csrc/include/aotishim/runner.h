@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +90,20 @@ struct GraphInfo {
   uint64_t replays = 0;   // calls it served, the first included
 };
 
+// How Model::load_constants places the constants it is given (torch's
+// load_constants flags).
+struct ConstantLoadOptions {
+  // Every loadable constant must be given (else InputError naming those left out).
+  bool check_full_update = false;
+  // Borrow the given tensors' memory instead of copying it: they must be in
+  // the model's layout (its strides), and their memory stays alive while the
+  // model holds them. Two models share one copy of weights this way.
+  bool user_managed = false;
+  // Load into the inactive buffer, while runs go on with the active one;
+  // swap_constant_buffer() then switches every later run over at once.
+  bool use_inactive = false;
+};
+
 class AOTISHIM_API Model {
  public:
   // Loads a compiled model for `device` ("cpu", "cuda:0", ...). Checks the
@@ -126,7 +141,8 @@ class AOTISHIM_API Model {
   // left in it (leaks; empty for a well-behaved model). Idempotent: later
   // calls return an empty list. Other models are never touched. From the
   // moment it is called new runs are refused ("... is closed"); it waits
-  // only for the runs already in flight.
+  // only for the runs already in flight. Refused (throws, the model stays
+  // open) while views from extract_constants_map are alive.
   std::vector<std::string> close();
   bool closed() const;
 
@@ -145,6 +161,32 @@ class AOTISHIM_API Model {
   // far (empty without cuda_graphs).
   bool records_graphs() const;
   std::vector<GraphInfo> graphs() const;
+  // ---- constants (torch's runner API) ----
+  // The FQNs load_constants takes and extract_constants_map returns, in the
+  // model's order (constants the model folds itself are not among them).
+  std::vector<std::string> constant_fqns() const;
+  // Loads constants by FQN (handles borrowed, not consumed). Each is checked
+  // against the model's dtype, shape and device first (InputError naming
+  // it; an unknown FQN too), so a failed load changes nothing. Without
+  // user_managed the data is copied into the model's own memory (its scope),
+  // in the model's layout. Loading the active buffer waits for the runs in
+  // flight and holds new ones back; loading the inactive one runs beside
+  // them. An empty inactive buffer gets the constants left out copied from
+  // the active one. Not with cuda_graphs (the recordings hold the old
+  // constants' addresses).
+  void load_constants(const std::map<std::string, AtenTensorHandle>& constants,
+                      const ConstantLoadOptions& options = {});
+  // Handles (owned by the caller, in its current scope) viewing the model's
+  // constants by FQN, without a copy. While any of them, or a model that
+  // borrowed them, lives, that buffer cannot be freed and close() refuses
+  // ("... still viewed ..."). Empty for an inactive buffer that holds nothing.
+  std::map<std::string, AtenTensorHandle> extract_constants_map(bool use_inactive = false);
+  // Makes the inactive buffer the active one, between runs (waits for those
+  // in flight): every run sees either the old constants or the new ones.
+  void swap_constant_buffer();
+  // Frees the inactive buffer (after a swap: the old constants).
+  void free_inactive_constant_buffer();
+
   // What close() reported (a copy: close() may run on another thread).
   std::vector<std::string> leaks() const;
 
