@@ -445,6 +445,12 @@ void MpsDevice::encode_copy(const Tensor& dst, const Tensor& src) {
     encode_blit(d, s, nbytes);
     return;
   }
+  // The strided copy kernel knows the dtypes up to int64 and the real floats.
+  for (DType t : {dst.dtype, src.dtype})
+    AOTISHIM_CHECK(!is_complex(t) && t != DType::UInt16 && t != DType::UInt32 &&
+                       t != DType::UInt64,
+                   "mps: strided or converting copies of ", dtype_name(t),
+                   " are not supported (only packed copies of the same dtype)");
   AOTISHIM_CHECK(dims.size() <= static_cast<size_t>(mps::kMaxCopyDims), "mps: copy of a view with ",
                  dims.size(), " dimensions that do not merge (at most ", mps::kMaxCopyDims,
                  " supported)");
