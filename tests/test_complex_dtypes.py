@@ -1,6 +1,7 @@
 """complex64/complex128 (and uint16..uint64) as tensor dtypes: creation,
 getters, element sizes, copies and conversions on the cpu against torch's
-copy_, numpy and DLPack exchange."""
+copy_, numpy and DLPack exchange, and a compiled model that takes and returns
+complex tensors."""
 
 from __future__ import annotations
 
@@ -119,6 +120,48 @@ def test_dlpack_in_and_out(name):
         assert info["strides"] == list(t.stride())
     finally:
         shim.delete(h)
+
+
+class ComplexScale(torch.nn.Module):
+    """Complex in, complex out, through real arithmetic on view_as_real."""
+
+    def forward(self, z):
+        r = torch.view_as_real(z)
+        return torch.view_as_complex((r * 2 + 1).contiguous()), z.real.sum()
+
+
+@pytest.fixture(scope="module")
+def complex_model(model_cache):
+    args = (torch.randn(4, 6, dtype=torch.complex64),)
+    so = export.compile_cached(ComplexScale(), args, model_cache, name="complex_scale")
+    with aotishim.load(so) as model:
+        yield model
+
+
+def test_model_takes_and_returns_complex_numpy(complex_model):
+    z = (np.random.default_rng(3).standard_normal((4, 6, 2))).astype(np.float32)
+    z = z.view(np.complex64)[..., 0]
+    out, total = complex_model.run(z)
+    want, want_total = ComplexScale()(torch.from_numpy(z))
+    assert out.dtype == np.complex64 and out.shape == (4, 6)
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(total, want_total.numpy(), rtol=1e-5)
+    specs = complex_model.spec.inputs
+    assert specs[0].dtype == "complex64"
+
+
+def test_model_complex_dlpack_outputs(complex_model):
+    z = torch.randn(4, 6, dtype=torch.complex64)
+    out, _ = complex_model.run(z, outputs="dlpack")
+    got = torch.from_dlpack(out)
+    assert got.dtype == torch.complex64
+    torch.testing.assert_close(got, ComplexScale()(z)[0], rtol=1e-6, atol=1e-6)
+
+
+def test_model_refuses_the_wrong_complex_width(complex_model):
+    z = np.zeros((4, 6), dtype=np.complex128)
+    with pytest.raises(aotishim.ModelInputError, match="complex"):
+        complex_model.run(z)
 
 
 @pytest.mark.parametrize("name", ["complex32", "float8_e5m2", "float8_e4m3fn", "float4_e2m1fn_x2"])
