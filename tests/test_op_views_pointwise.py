@@ -225,3 +225,57 @@ def test_abs_matches_torch(dtype):
 def test_pointwise_errors_are_torchs(call, message):
     with pytest.raises(aotishim.ShimError, match=message):
         call()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("sa,sb", [((3, 4), (3, 4)), ((3, 1), (4,)), ((), (2, 3))])
+def test_polar_matches_torch(dtype, sa, sb):
+    magnitude = values(DT[dtype], sa, 7).abs()
+    angle = values(DT[dtype], sb, 8) * 3
+    want = torch.polar(magnitude, angle)
+    # cos/sin are libm's here and SLEEF's in torch: within an ulp or two
+    check_result(shim.call_op("polar", to_shim(magnitude), to_shim(angle)), want, exact=False)
+
+
+@pytest.mark.parametrize("a_dtype,b_dtype,message", [
+    ("int32", "int32", "Expected both inputs to be Float or Double tensors but got Int and Int"),
+    ("float32", "float64", "Expected object of scalar type Float but got scalar type Double"),
+])
+def test_polar_errors_are_torchs(a_dtype, b_dtype, message):
+    with pytest.raises(aotishim.ShimError, match=message):
+        shim.call_op("polar", to_shim(values(DT[a_dtype], (2,))), to_shim(values(DT[b_dtype], (2,))))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "int8", "uint8",
+                                   "bool", "complex64", "float64"])
+@pytest.mark.parametrize("value", [2.7, -1.5, 0.0])
+def test_fill_scalar_writes_torchs_cast_in_place(dtype, value):
+    if dtype == "uint8" and value < 0:
+        pytest.skip("torch refuses it (test_fill_scalar_refuses_what_torch_cannot_convert)")
+    base = values(DT[dtype], (4, 6), 9)
+    h = to_shim(base)
+    view = shim.call_op("slice_Tensor", h, 1, 1, 5, 2)  # a strided view of it
+    shim.call_op("fill__Scalar", view, value)
+    want = base.clone()
+    want[:, 1:5:2].fill_(value)
+    torch.testing.assert_close(to_torch(h), want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype,value", [("uint8", -0.5), ("uint8", 255.9), ("int8", -128.9),
+                                         ("float16", 70000.0), ("int32", float("nan")),
+                                         ("float32", 1e300), ("int64", 9.3e18)])
+def test_fill_scalar_refuses_what_torch_cannot_convert(dtype, value):
+    with pytest.raises(RuntimeError) as theirs:
+        torch.zeros(2, dtype=DT[dtype]).fill_(value)
+    with pytest.raises(aotishim.ShimError) as ours:
+        shim.call_op("fill__Scalar", to_shim(torch.zeros(2, dtype=DT[dtype])), value)
+    assert str(theirs.value).split("\n")[0] in str(ours.value)
+
+
+@pytest.mark.parametrize("dtype,value", [("float16", float("inf")), ("float16", float("nan")),
+                                         ("bool", 5.0), ("uint8", 255.0), ("int8", -128.0)])
+def test_fill_scalar_edges_torch_accepts(dtype, value):
+    h = to_shim(torch.zeros(3, dtype=DT[dtype]))
+    shim.call_op("fill__Scalar", h, value)
+    want = torch.zeros(3, dtype=DT[dtype]).fill_(value)
+    torch.testing.assert_close(to_torch(h), want, rtol=0, atol=0, equal_nan=True)

@@ -6,6 +6,7 @@
 #include "ops/pointwise.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <optional>
 
@@ -294,6 +295,31 @@ AtenTensorHandle run_binary(const ops::OpCall& call, PointwiseKind kind, const T
   return register_tensor(args.out);
 }
 
+// torch's checked conversion of a scalar: integers take only values within
+// their range (no NaN), real floats any value but finite ones beyond their
+// largest; bool and complex take everything.
+void check_fits(double v, DType t) {
+  double lo = 0, hi = 0;
+  const char* name = "";
+  switch (t) {
+    case DType::UInt8: lo = 0; hi = 255; name = "uint8_t"; break;
+    case DType::Int8: lo = -128; hi = 127; name = "int8_t"; break;
+    case DType::Int16: lo = -32768; hi = 32767; name = "int16_t"; break;
+    case DType::Int32: lo = -2147483648.0; hi = 2147483647.0; name = "int"; break;
+    case DType::Int64: lo = -9223372036854775808.0; hi = 9223372036854775807.0; name = "int64_t"; break;
+    case DType::UInt16: lo = 0; hi = 65535; name = "uint16_t"; break;
+    case DType::UInt32: lo = 0; hi = 4294967295.0; name = "uint32_t"; break;
+    case DType::UInt64: lo = 0; hi = 18446744073709551615.0; name = "uint64_t"; break;
+    case DType::Float16: lo = -65504; hi = 65504; name = "c10::Half"; break;
+    case DType::BFloat16: lo = -3.3895313892515355e38; hi = 3.3895313892515355e38; name = "c10::BFloat16"; break;
+    case DType::Float32: lo = -3.4028234663852886e38; hi = 3.4028234663852886e38; name = "float"; break;
+    default: return;  // float64, bool, complex
+  }
+  const bool integral = !is_floating(t);
+  const bool ok = integral ? (v >= lo && v <= hi) : (!std::isfinite(v) || (v >= lo && v <= hi));
+  AOTISHIM_CHECK(ok, "value cannot be converted to type ", name, " without overflow");
+}
+
 }  // namespace
 
 namespace ops {
@@ -342,6 +368,43 @@ void abs(const OpCall& call, AtenTensorHandle self_h, AtenTensorHandle* ret0) {
   args.b = self;
   if (args.out.numel() > 0) pointwise_kernel.run(self.device(), args);
   *ret0 = register_tensor(args.out);
+}
+
+void polar(const OpCall& call, AtenTensorHandle abs_h, AtenTensorHandle angle_h,
+           AtenTensorHandle* ret0) {
+  require_out(ret0, "ret0");
+  const Tensor& magnitude = *call.tensor(abs_h, "abs");
+  const Tensor& angle = *call.tensor(angle_h, "angle");
+  const auto real_float = [](DType t) { return t == DType::Float32 || t == DType::Float64; };
+  AOTISHIM_CHECK(real_float(magnitude.dtype) && real_float(angle.dtype),
+                 "Expected both inputs to be Float or Double tensors but got ",
+                 c10_name(magnitude.dtype), " and ", c10_name(angle.dtype),
+                 " (torch's Half needs complex32, which tensors here cannot have)");
+  AOTISHIM_CHECK(magnitude.dtype == angle.dtype, "Expected object of scalar type ",
+                 c10_name(magnitude.dtype), " but got scalar type ", c10_name(angle.dtype),
+                 " for second argument");
+  AOTISHIM_CHECK(&magnitude.device() == &angle.device(), "polar: expected both tensors on one device");
+  const std::vector<int64_t> shape = broadcast_shape(magnitude, angle);
+  PointwiseArgs args;
+  args.kind = PointwiseKind::Polar;
+  const DType result = magnitude.dtype == DType::Float32 ? DType::Complex64 : DType::Complex128;
+  args.out = make_empty(magnitude.device(), result, shape, output_strides({&magnitude, &angle}, shape));
+  args.a = prepared(magnitude, magnitude.dtype, shape);
+  args.b = prepared(angle, angle.dtype, shape);
+  if (args.out.numel() > 0) pointwise_kernel.run(magnitude.device(), args);
+  *ret0 = register_tensor(args.out);
+}
+
+void fill__Scalar(const OpCall& call, AtenTensorHandle self_h, double value) {
+  const Tensor& self = *call.tensor(self_h, "self");
+  check_fits(value, self.dtype);
+  if (self.numel() == 0) return;
+  // The value in self's dtype (torch's cast), copied to every element through
+  // a broadcast view; repeated elements all take the same value.
+  Tensor scalar = scalar_tensor(self.device(), value, self.dtype);
+  scalar.sizes = self.sizes;
+  scalar.strides.assign(self.sizes.size(), 0);
+  copy_tensor(self, scalar);
 }
 
 }  // namespace ops

@@ -8,10 +8,10 @@
 
 namespace aotishim {
 
-enum class PointwiseKind { Add, Mul, Abs };
+enum class PointwiseKind { Add, Mul, Abs, Polar };
 
-// out = a + alpha * b, a * b or |a|. a and b are already in the computation
-// dtype (out's, or for abs of a complex tensor its complex dtype) and
+// out = a + alpha * b, a * b, |a| or polar(a, b) = a * (cos b + i sin b). a and b are already in the computation
+// dtype (out's; for abs of a complex tensor and for polar, out's real part type) and
 // broadcast to out's sizes (stride 0 where they repeat); b is unused for abs.
 struct PointwiseArgs {
   PointwiseKind kind = PointwiseKind::Mul;

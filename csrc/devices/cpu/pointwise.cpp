@@ -66,7 +66,18 @@ void real_kernel(const PointwiseArgs& p, Load ld, Store st) {
     case PointwiseKind::Abs:
       for_each_offset(p, [&](char* o, const char* a, const char*) { st(o, std::fabs(ld(a))); });
       return;
+    case PointwiseKind::Polar:
+      return;  // dispatched on its own (a complex result)
   }
+}
+
+template <typename R>
+void polar_kernel(const PointwiseArgs& p) {
+  for_each_offset(p, [&](char* o, const char* a, const char* b) {
+    const R r = load<R>(a), theta = load<R>(b);
+    R out[2] = {r * std::cos(theta), r * std::sin(theta)};
+    std::memcpy(o, out, sizeof out);
+  });
 }
 
 template <typename R>
@@ -93,6 +104,8 @@ void complex_kernel(const PointwiseArgs& p) {
       case PointwiseKind::Abs:
         store<R>(o, std::hypot(x[0], x[1]));
         return;
+      case PointwiseKind::Polar:
+        return;  // takes real inputs
     }
   });
 }
@@ -118,7 +131,8 @@ void integer_kernel(const PointwiseArgs& p) {
         return;
       }
       case PointwiseKind::Add:
-        return;  // refused by the op (integral add needs an integral alpha)
+      case PointwiseKind::Polar:
+        return;  // refused by the op (integral add needs an integral alpha; polar takes floats)
     }
   });
 }
@@ -126,6 +140,8 @@ void integer_kernel(const PointwiseArgs& p) {
 void host_pointwise(const PointwiseArgs& p) {
   const auto f32 = [](const char* s) { return load<float>(s); };
   const auto f64 = [](const char* s) { return load<double>(s); };
+  if (p.kind == PointwiseKind::Polar)
+    return p.a.dtype == DType::Float32 ? polar_kernel<float>(p) : polar_kernel<double>(p);
   switch (p.a.dtype) {
     case DType::Float32:
       return real_kernel<float>(p, f32, [](char* o, float v) { store(o, v); });
