@@ -21,6 +21,18 @@ EXPECTED = {
     "dtype_float64": 7,
     "dtype_bool": 11,
     "dtype_bfloat16": 15,
+    "dtype_uint16": 27,
+    "dtype_uint32": 28,
+    "dtype_uint64": 29,
+    "dtype_complex32": 8,
+    "dtype_complex64": 9,
+    "dtype_complex128": 10,
+    "dtype_float8_e5m2": 23,
+    "dtype_float8_e4m3fn": 24,
+    "dtype_float8_e5m2fnuz": 25,
+    "dtype_float8_e4m3fnuz": 26,
+    "dtype_float8_e8m0fnu": 44,
+    "dtype_float4_e2m1fn_x2": 45,
     "layout_strided": 0,
 }
 
@@ -32,9 +44,11 @@ def test_constants_match_c10():
 def test_element_sizes():
     from aotishim import _core
 
-    sizes = {0: 1, 1: 1, 2: 2, 3: 4, 4: 8, 5: 2, 6: 4, 7: 8, 11: 1, 15: 2}
-    for code, size in sizes.items():
-        assert _core.element_size(code) == size
+    torch = __import__("torch")
+    for name, code in EXPECTED.items():
+        if name.startswith("dtype_"):
+            dtype = getattr(torch, name[len("dtype_"):])
+            assert _core.element_size(code) == dtype.itemsize, name
     # The C function has no error channel (it returns 0 and sets the last
     # error); the binding turns that into an exception.
     with pytest.raises(aotishim.ShimError, match="unsupported dtype 99"):
@@ -42,15 +56,32 @@ def test_element_sizes():
     assert "unsupported dtype 99" in shim.last_error()
 
 
-def test_dtype_numbers_agree_with_torch():
-    """Cross-check against torch's own ScalarType numbering."""
-    torch = __import__("torch")
-    from torch.onnx._internal.torchscript_exporter._type_utils import JitScalarType
+def _torch_header_scalar_types() -> dict[str, int]:
+    """c10::ScalarType's numbering as torch's own header lists it."""
+    import pathlib
+    import re
 
-    for name, code in EXPECTED.items():
-        if name.startswith("dtype_"):
-            dtype = getattr(torch, name[len("dtype_"):])
-            assert int(JitScalarType.from_dtype(dtype)) == code, name
+    torch = __import__("torch")
+    header = (pathlib.Path(torch.__file__).parent / "include/torch/headeronly/core/ScalarType.h")
+    found = re.findall(r"_\([^,]+, (\w+)\) /\* (\d+) \*/", header.read_text())
+    assert len(found) > 40, "the header's numbered list was not found"
+    return {name: int(number) for name, number in found}
+
+
+def test_every_dtype_number_agrees_with_torchs_header():
+    numbers = _torch_header_scalar_types()
+    header_name = {"uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+                   "int64": "Long", "float16": "Half", "float32": "Float", "float64": "Double",
+                   "bool": "Bool", "bfloat16": "BFloat16", "uint16": "UInt16",
+                   "uint32": "UInt32", "uint64": "UInt64", "complex32": "ComplexHalf",
+                   "complex64": "ComplexFloat", "complex128": "ComplexDouble",
+                   "float8_e5m2": "Float8_e5m2", "float8_e4m3fn": "Float8_e4m3fn",
+                   "float8_e5m2fnuz": "Float8_e5m2fnuz", "float8_e4m3fnuz": "Float8_e4m3fnuz",
+                   "float8_e8m0fnu": "Float8_e8m0fnu", "float4_e2m1fn_x2": "Float4_e2m1fn_x2"}
+    dtype_constants = {k for k in EXPECTED if k.startswith("dtype_")}
+    assert {f"dtype_{n}" for n in header_name} == dtype_constants
+    for name, c10_name in header_name.items():
+        assert EXPECTED[f"dtype_{name}"] == numbers[c10_name], name
 
 
 def test_grad_mode_round_trip():

@@ -250,8 +250,10 @@ def test_wrong_dtype_shape_device(two):
         model.run(torch.randn(4, 8, dtype=torch.float64), y)
     with pytest.raises(aotishim.ModelInputError, match=r"input 1 .*dimension"):
         model.run(torch.randn(4, 8), torch.randn(5, 8))
-    with pytest.raises(aotishim.ModelInputError, match=r"unsupported DLPack dtype"):
+    with pytest.raises(aotishim.ModelInputError, match=r"has dtype complex64, the model expects float32"):
         model.run(torch.randn(4, 8, dtype=torch.complex64), y)
+    with pytest.raises(aotishim.ModelInputError, match=r"unsupported DLPack dtype"):
+        model.run(torch.zeros(4, 8, dtype=torch.float8_e4m3fn), y)
     with pytest.raises(aotishim.ModelInputError, match=r"is on cuda:0, the model runs on cpu"):
         model.run(_FakeCuda(torch.randn(4, 8)), y)
     with pytest.raises(aotishim.ModelInputError, match=r"takes 2 input"):

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -104,8 +105,10 @@ def test_wrong_inputs_with_spec(compiled, unchanged):
             m(x.astype(np.float64))
         with pytest.raises(aotishim.ModelInputError, match=r"shape \[5, 9\], the model expects \[5, 8\]"):
             m(np.zeros((5, 9), np.float32))
-        with pytest.raises(aotishim.ModelInputError, match="unsupported dtype"):
+        with pytest.raises(aotishim.ModelInputError, match="dtype complex64, the model expects float32"):
             m(np.zeros((5, 8), np.complex64))
+        with pytest.raises(aotishim.ModelInputError, match="unsupported dtype"):
+            m(np.zeros((5, 8), ml_dtypes.float8_e4m3fn))
         c.check(m(x))  # the model is fine afterwards
 
 

@@ -30,14 +30,27 @@ int32_t aoti_torch_dtype_int16(void) { return static_cast<int32_t>(DType::Int16)
 int32_t aoti_torch_dtype_int32(void) { return static_cast<int32_t>(DType::Int32); }
 int32_t aoti_torch_dtype_int64(void) { return static_cast<int32_t>(DType::Int64); }
 int32_t aoti_torch_dtype_bool(void) { return static_cast<int32_t>(DType::Bool); }
+int32_t aoti_torch_dtype_uint16(void) { return static_cast<int32_t>(DType::UInt16); }
+int32_t aoti_torch_dtype_uint32(void) { return static_cast<int32_t>(DType::UInt32); }
+int32_t aoti_torch_dtype_uint64(void) { return static_cast<int32_t>(DType::UInt64); }
+int32_t aoti_torch_dtype_complex64(void) { return static_cast<int32_t>(DType::Complex64); }
+int32_t aoti_torch_dtype_complex128(void) { return static_cast<int32_t>(DType::Complex128); }
+// Numbered as torch numbers them, so generated code's checks compare right,
+// though tensors of these dtypes are refused.
+int32_t aoti_torch_dtype_complex32(void) { return aotishim::torch_dtype::kComplex32; }
+int32_t aoti_torch_dtype_float8_e5m2(void) { return aotishim::torch_dtype::kFloat8_e5m2; }
+int32_t aoti_torch_dtype_float8_e4m3fn(void) { return aotishim::torch_dtype::kFloat8_e4m3fn; }
+int32_t aoti_torch_dtype_float8_e5m2fnuz(void) { return aotishim::torch_dtype::kFloat8_e5m2fnuz; }
+int32_t aoti_torch_dtype_float8_e4m3fnuz(void) { return aotishim::torch_dtype::kFloat8_e4m3fnuz; }
+int32_t aoti_torch_dtype_float8_e8m0fnu(void) { return aotishim::torch_dtype::kFloat8_e8m0fnu; }
+int32_t aoti_torch_dtype_float4_e2m1fn_x2(void) { return aotishim::torch_dtype::kFloat4_e2m1fn_x2; }
 
 size_t aoti_torch_dtype_element_size(int32_t dtype) {
   // The ABI has no error channel here: unknown dtypes report size 0.
-  if (!aotishim::is_supported_dtype(dtype)) {
+  const size_t size = aotishim::torch_element_size(dtype);
+  if (size == 0)
     aotishim::set_last_error(aotishim::str("aoti_torch_dtype_element_size: unsupported dtype ", dtype));
-    return 0;
-  }
-  return aotishim::element_size(static_cast<DType>(dtype));
+  return size;
 }
 
 int32_t aoti_torch_layout_strided(void) { return kLayoutStrided; }

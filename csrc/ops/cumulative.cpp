@@ -23,6 +23,11 @@ void cumulative(const ops::OpCall& call, AtenTensorHandle self_h, int64_t dim,
     result = DType::Int64;
   }
   AOTISHIM_CHECK(result != DType::Bool, call.op, ": dtype bool is not supported for the result");
+  for (DType t : {self.dtype, result})
+    AOTISHIM_CHECK(!is_complex(t) && t != DType::UInt16 && t != DType::UInt32 &&
+                       t != DType::UInt64,
+                   call.op, ": ", dtype_name(t), " is not supported here (the real floating "
+                   "types, bool, uint8 and int8..int64 are)");
   const int64_t rank = std::max<int64_t>(self.dim(), 1);
   AOTISHIM_CHECK(dim >= -rank && dim < rank, call.op, ": dimension ", dim,
                  " is out of range for a tensor of ", self.dim(), " dimension(s)");

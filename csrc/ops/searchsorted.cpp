@@ -26,8 +26,8 @@ int rank_of(DType d) {  // within one kind, wider dtypes rank higher
     case DType::Float16: case DType::BFloat16: return 5;
     case DType::Float32: return 6;
     case DType::Float64: return 7;
+    default: return -1;  // refused before promotion
   }
-  return 0;
 }
 
 // torch's type promotion for two tensors of the same rank (dims).
@@ -111,6 +111,9 @@ void searchsorted_Tensor(const OpCall& call, AtenTensorHandle sorted_sequence_h,
     args.has_sorter = true;
     args.sorter = sorter;
   }
+  for (const Tensor* t : {&seq, &self})
+    AOTISHIM_CHECK(rank_of(t->dtype) >= 0, "torch.searchsorted(): ", dtype_name(t->dtype),
+                   " is not supported (bool, int8..int64, uint8 and the real floating types are)");
   const DType common = promote(seq.dtype, self.dtype);
   args.sequence = as_dtype(seq, common);
   args.self = as_dtype(self, common);

@@ -50,6 +50,11 @@ const std::vector<DTypeMap>& dtype_map() {
       {"float64", aoti_torch_dtype_float64(), {kDLFloat, 64, 1}},
       {"bool", aoti_torch_dtype_bool(), {kDLBool, 8, 1}},
       {"bfloat16", aoti_torch_dtype_bfloat16(), {kDLBfloat, 16, 1}},
+      {"uint16", aoti_torch_dtype_uint16(), {kDLUInt, 16, 1}},
+      {"uint32", aoti_torch_dtype_uint32(), {kDLUInt, 32, 1}},
+      {"uint64", aoti_torch_dtype_uint64(), {kDLUInt, 64, 1}},
+      {"complex64", aoti_torch_dtype_complex64(), {kDLComplex, 64, 1}},
+      {"complex128", aoti_torch_dtype_complex128(), {kDLComplex, 128, 1}},
   };
   return map;
 }

@@ -144,6 +144,18 @@ py::dict constants() {
   d["dtype_int32"] = aoti_torch_dtype_int32();
   d["dtype_int64"] = aoti_torch_dtype_int64();
   d["dtype_bool"] = aoti_torch_dtype_bool();
+  d["dtype_uint16"] = aoti_torch_dtype_uint16();
+  d["dtype_uint32"] = aoti_torch_dtype_uint32();
+  d["dtype_uint64"] = aoti_torch_dtype_uint64();
+  d["dtype_complex32"] = aoti_torch_dtype_complex32();
+  d["dtype_complex64"] = aoti_torch_dtype_complex64();
+  d["dtype_complex128"] = aoti_torch_dtype_complex128();
+  d["dtype_float8_e5m2"] = aoti_torch_dtype_float8_e5m2();
+  d["dtype_float8_e4m3fn"] = aoti_torch_dtype_float8_e4m3fn();
+  d["dtype_float8_e5m2fnuz"] = aoti_torch_dtype_float8_e5m2fnuz();
+  d["dtype_float8_e4m3fnuz"] = aoti_torch_dtype_float8_e4m3fnuz();
+  d["dtype_float8_e8m0fnu"] = aoti_torch_dtype_float8_e8m0fnu();
+  d["dtype_float4_e2m1fn_x2"] = aoti_torch_dtype_float4_e2m1fn_x2();
   d["layout_strided"] = aoti_torch_layout_strided();
   return d;
 }

@@ -17,7 +17,12 @@ DTYPES: dict[str, int] = {
     "float32": 6,
     "float64": 7,
     "bool": 11,
+    "complex64": 9,
+    "complex128": 10,
     "bfloat16": 15,
+    "uint16": 27,
+    "uint32": 28,
+    "uint64": 29,
 }
 DTYPE_NAMES: dict[int, str] = {v: k for k, v in DTYPES.items()}
 

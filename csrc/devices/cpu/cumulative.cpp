@@ -28,8 +28,8 @@ double load_double(const char* p, DType t) {
     case DType::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
     case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
     case DType::Bool: return *reinterpret_cast<const uint8_t*>(p) != 0 ? 1.0 : 0.0;
+    default: return 0.0;  // refused by the op
   }
-  return 0.0;
 }
 
 int64_t load_int(const char* p, DType t) {

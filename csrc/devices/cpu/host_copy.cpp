@@ -11,7 +11,7 @@ namespace aotishim {
 
 namespace {
 
-bool is_integral(DType d) { return !is_floating(d); }
+bool is_integral(DType d) { return !is_floating(d) && !is_complex(d); }
 
 // double -> int64 without undefined behaviour: NaN and values outside int64
 // give INT64_MIN, what x86's conversion instruction produces for them.
@@ -33,6 +33,12 @@ double load_double(const char* p, DType d) {
     case DType::Int16: { int16_t v; std::memcpy(&v, p, 2); return v; }
     case DType::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
     case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case DType::UInt16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::UInt32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::UInt64: { uint64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    // A complex value read as a real one keeps its real part, as torch's copy_ does.
+    case DType::Complex64: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::Complex128: { double v; std::memcpy(&v, p, 8); return v; }
   }
   return 0;
 }
@@ -45,8 +51,21 @@ int64_t load_int(const char* p, DType d) {
     case DType::Int16: { int16_t v; std::memcpy(&v, p, 2); return v; }
     case DType::Int32: { int32_t v; std::memcpy(&v, p, 4); return v; }
     case DType::Int64: { int64_t v; std::memcpy(&v, p, 8); return v; }
+    case DType::UInt16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::UInt32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+    // uint64 travels as its bit pattern: stored back into uint64 it is exact,
+    // into a narrower integer it keeps the low bits as torch's cast does.
+    case DType::UInt64: { int64_t v; std::memcpy(&v, p, 8); return v; }
     default: return to_int64(load_double(p, d));
   }
+}
+
+// double -> uint64: in range it converts as unsigned; below zero it wraps
+// through int64 as torch's cast does on x86.
+uint64_t to_uint64(double x) {
+  constexpr double kLimit = 18446744073709551616.0;  // 2^64
+  if (x >= 0 && x < kLimit) return static_cast<uint64_t>(x);
+  return static_cast<uint64_t>(to_int64(x));
 }
 
 void store_double(char* p, DType d, double x) {
@@ -56,6 +75,9 @@ void store_double(char* p, DType d, double x) {
     case DType::BFloat16: { uint16_t v = float_to_bf16(static_cast<float>(x)); std::memcpy(p, &v, 2); return; }
     case DType::Float16: { uint16_t v = float_to_f16(static_cast<float>(x)); std::memcpy(p, &v, 2); return; }
     case DType::Bool: *p = x != 0; return;
+    case DType::UInt64: { uint64_t v = to_uint64(x); std::memcpy(p, &v, 8); return; }
+    case DType::Complex64: { float v[2] = {static_cast<float>(x), 0.0f}; std::memcpy(p, v, 8); return; }
+    case DType::Complex128: { double v[2] = {x, 0.0}; std::memcpy(p, v, 16); return; }
     default: break;
   }
   int64_t i = to_int64(x);
@@ -64,7 +86,9 @@ void store_double(char* p, DType d, double x) {
     case DType::Int8: *p = static_cast<char>(static_cast<int8_t>(i)); return;
     case DType::Int16: { int16_t v = static_cast<int16_t>(i); std::memcpy(p, &v, 2); return; }
     case DType::Int32: { int32_t v = static_cast<int32_t>(i); std::memcpy(p, &v, 4); return; }
-    case DType::Int64: std::memcpy(p, &i, 8); return;
+    case DType::Int64: case DType::UInt64: std::memcpy(p, &i, 8); return;
+    case DType::UInt16: { uint16_t v = static_cast<uint16_t>(i); std::memcpy(p, &v, 2); return; }
+    case DType::UInt32: { uint32_t v = static_cast<uint32_t>(i); std::memcpy(p, &v, 4); return; }
     default: return;
   }
 }
@@ -76,8 +100,41 @@ void store_int(char* p, DType d, int64_t i) {
     case DType::Int8: *p = static_cast<char>(static_cast<int8_t>(i)); return;
     case DType::Int16: { int16_t v = static_cast<int16_t>(i); std::memcpy(p, &v, 2); return; }
     case DType::Int32: { int32_t v = static_cast<int32_t>(i); std::memcpy(p, &v, 4); return; }
-    case DType::Int64: std::memcpy(p, &i, 8); return;
+    case DType::Int64: case DType::UInt64: std::memcpy(p, &i, 8); return;
+    case DType::UInt16: { uint16_t v = static_cast<uint16_t>(i); std::memcpy(p, &v, 2); return; }
+    case DType::UInt32: { uint32_t v = static_cast<uint32_t>(i); std::memcpy(p, &v, 4); return; }
     default: store_double(p, d, static_cast<double>(i));
+  }
+}
+
+// Conversions with a complex side: both parts as doubles. A real source has
+// imaginary part 0; a bool destination is true when either part is nonzero
+// and a real one takes the real part (torch's copy_ semantics).
+void convert_complex(char* dp, DType dd, const char* sp, DType sd) {
+  double re, im = 0.0;
+  if (sd == DType::Complex64) {
+    float v[2];
+    std::memcpy(v, sp, 8);
+    re = v[0];
+    im = v[1];
+  } else if (sd == DType::Complex128) {
+    double v[2];
+    std::memcpy(v, sp, 16);
+    re = v[0];
+    im = v[1];
+  } else {
+    re = load_double(sp, sd);
+  }
+  if (dd == DType::Complex64) {
+    float v[2] = {static_cast<float>(re), static_cast<float>(im)};
+    std::memcpy(dp, v, 8);
+  } else if (dd == DType::Complex128) {
+    double v[2] = {re, im};
+    std::memcpy(dp, v, 16);
+  } else if (dd == DType::Bool) {
+    *dp = re != 0 || im != 0;
+  } else {
+    store_double(dp, dd, re);
   }
 }
 
@@ -85,6 +142,10 @@ void store_int(char* p, DType d, int64_t i) {
 // count the compiler knows turns each element into one load and one store
 // (a memcpy of a runtime size per element was most of the cost of
 // broadcasting addmm's bias); unit strides copy the row in one memcpy.
+struct Bytes16 {
+  uint64_t lo, hi;
+};  // one complex128
+
 template <typename Word>
 void copy_words(char* d, int64_t ds, const char* s, int64_t ss, int64_t n) {
   for (int64_t j = 0; j < n; ++j)
@@ -102,6 +163,7 @@ void copy_row(char* d, int64_t ds, const char* s, int64_t ss, int64_t n, size_t 
     case 2: copy_words<uint16_t>(d, ds, s, ss, n); return;
     case 4: copy_words<uint32_t>(d, ds, s, ss, n); return;
     case 8: copy_words<uint64_t>(d, ds, s, ss, n); return;
+    case 16: copy_words<Bytes16>(d, ds, s, ss, n); return;
     default:
       for (int64_t j = 0; j < n; ++j)
         std::memmove(d + j * ds * static_cast<int64_t>(item), s + j * ss * static_cast<int64_t>(item),
@@ -121,6 +183,7 @@ void host_copy_raw(void* dst, DType dst_dtype, const int64_t* dst_strides, const
   const size_t dsize = element_size(dst_dtype), ssize = element_size(src_dtype);
   const bool same = dst_dtype == src_dtype;
   const bool ints = is_integral(dst_dtype) && is_integral(src_dtype);
+  const bool complex = is_complex(dst_dtype) || is_complex(src_dtype);
 
   // Whole-block memcpy when both are dense in the same order.
   if (same) {
@@ -155,7 +218,8 @@ void host_copy_raw(void* dst, DType dst_dtype, const int64_t* dst_strides, const
       for (int64_t j = 0; j < inner; ++j) {
         char* dp = d + j * ds * static_cast<int64_t>(dsize);
         const char* sp = s + j * ss * static_cast<int64_t>(ssize);
-        if (ints) store_int(dp, dst_dtype, load_int(sp, src_dtype));
+        if (complex) convert_complex(dp, dst_dtype, sp, src_dtype);
+        else if (ints) store_int(dp, dst_dtype, load_int(sp, src_dtype));
         else store_double(dp, dst_dtype, load_double(sp, src_dtype));
       }
     }

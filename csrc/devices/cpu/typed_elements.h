@@ -51,8 +51,12 @@ void visit_dtype(DType dtype, F&& f) {
     case DType::Int8: return f(Plain<int8_t>{});
     case DType::UInt8: return f(Plain<uint8_t>{});
     case DType::Bool: return f(Plain<uint8_t>{});
+    case DType::UInt16: return f(Plain<uint16_t>{});
+    case DType::UInt32: return f(Plain<uint32_t>{});
+    case DType::UInt64: return f(Plain<uint64_t>{});
+    case DType::Complex64: case DType::Complex128: break;  // not ordered: no kernel here takes them
   }
-  fail(str("unsupported dtype ", static_cast<int>(dtype)));
+  fail(str("unsupported dtype ", dtype_name(dtype), " for this CPU kernel"));
 }
 
 template <typename T>

@@ -171,6 +171,7 @@ void launch_nonzero_positions(DType dtype, const void* data, int64_t numel,
     case DType::Float64: return nonzero_positions<double>(data, numel, positions_out, count_out, scratch, stream);
     case DType::Float16: return nonzero_positions<__half>(data, numel, positions_out, count_out, scratch, stream);
     case DType::BFloat16: return nonzero_positions<__nv_bfloat16>(data, numel, positions_out, count_out, scratch, stream);
+    default: break;  // complex and the wide unsigned types
   }
   fail(str("cuda nonzero: unsupported dtype ", dtype_name(dtype)));
 }

@@ -44,6 +44,12 @@ std::vector<CopyDim> coalesce(const Tensor& dst, const Tensor& src) {
 }
 
 mps::CopyParams copy_params(const std::vector<CopyDim>& dims, DType dst, DType src) {
+  // The strided copy kernel knows the dtypes up to int64 and the real floats.
+  for (DType t : {dst, src})
+    AOTISHIM_CHECK(!is_complex(t) && t != DType::UInt16 && t != DType::UInt32 &&
+                       t != DType::UInt64,
+                   "mps: strided or converting copies of ", dtype_name(t),
+                   " are not supported (only packed copies of the same dtype)");
   AOTISHIM_CHECK(dims.size() <= static_cast<size_t>(mps::kMaxCopyDims), "mps: copy of a view with ",
                  dims.size(), " dimensions that do not merge (at most ", mps::kMaxCopyDims,
                  " supported)");

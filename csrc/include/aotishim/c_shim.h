@@ -39,6 +39,18 @@ AOTISHIM_API int32_t aoti_torch_dtype_int16(void);
 AOTISHIM_API int32_t aoti_torch_dtype_int32(void);
 AOTISHIM_API int32_t aoti_torch_dtype_int64(void);
 AOTISHIM_API int32_t aoti_torch_dtype_bool(void);
+AOTISHIM_API int32_t aoti_torch_dtype_uint16(void);
+AOTISHIM_API int32_t aoti_torch_dtype_uint32(void);
+AOTISHIM_API int32_t aoti_torch_dtype_uint64(void);
+AOTISHIM_API int32_t aoti_torch_dtype_complex32(void);
+AOTISHIM_API int32_t aoti_torch_dtype_complex64(void);
+AOTISHIM_API int32_t aoti_torch_dtype_complex128(void);
+AOTISHIM_API int32_t aoti_torch_dtype_float8_e5m2(void);
+AOTISHIM_API int32_t aoti_torch_dtype_float8_e4m3fn(void);
+AOTISHIM_API int32_t aoti_torch_dtype_float8_e5m2fnuz(void);
+AOTISHIM_API int32_t aoti_torch_dtype_float8_e4m3fnuz(void);
+AOTISHIM_API int32_t aoti_torch_dtype_float8_e8m0fnu(void);
+AOTISHIM_API int32_t aoti_torch_dtype_float4_e2m1fn_x2(void);
 AOTISHIM_API size_t aoti_torch_dtype_element_size(int32_t dtype);
 
 AOTISHIM_API int32_t aoti_torch_layout_strided(void);
