@@ -3,12 +3,14 @@ for the GPU tests (the same symbols generated code binds to)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
 from pathlib import Path
 
 import aotishim
+from aotishim import shim
 
 _lib = None
 _cudart = None
@@ -93,3 +95,27 @@ def current_device() -> int:
     d = ctypes.c_int()
     assert cudart().cudaGetDevice(ctypes.byref(d)) == 0
     return d.value
+
+
+@contextlib.contextmanager
+def tf32_off():
+    """torch's matmuls and cuDNN without TF32 inside: the reference must be
+    more exact than aotishim (TF32 convolutions are not)."""
+    import torch
+
+    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+
+
+def borrow(x) -> "shim.Tensor":
+    """An aotishim view of a torch cuda tensor: same storage, offset and strides."""
+    import torch
+
+    torch.cuda.synchronize()  # torch's writes are on its stream, ours on aotishim's
+    return shim.from_blob(x.untyped_storage().data_ptr(), list(x.shape), list(x.stride()),
+                          x.storage_offset(), str(x.dtype).replace("torch.", ""), "cuda:0")

@@ -28,14 +28,13 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("torch cannot use CUDA here", allow_module_level=True)
 
+from cuda_helpers import borrow, tf32_off  # noqa: E402
+
 
 @pytest.fixture(autouse=True)
 def no_tf32():
-    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+    with tf32_off():
+        yield
 
 
 # name: (input, weight, stride, padding, dilation, transposed, output_padding, groups)
@@ -72,12 +71,6 @@ FAMILIES = {
     "transposed_op_past_stride_1d": ((2, 4, 9), (4, 3, 3), [1], [1], [2], 1, [1], 1),
 }
 LAYOUTS = ["contiguous", "cl_input", "cl_weight", "cl_both", "offset", "permuted"]
-
-
-def borrow(x: "torch.Tensor") -> shim.Tensor:
-    torch.cuda.synchronize()
-    return shim.from_blob(x.untyped_storage().data_ptr(), list(x.shape), list(x.stride()),
-                          x.storage_offset(), str(x.dtype).replace("torch.", ""), "cuda:0")
 
 
 def channels_last(t):

@@ -25,6 +25,8 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("torch cannot use CUDA here", allow_module_level=True)
 
+from cuda_helpers import borrow, tf32_off  # noqa: E402
+
 DTYPES = ["float32", "float16", "bfloat16"]
 # Against float64 math: our kernel accumulates in float32; inputs are rounded.
 TOL = {"float32": 2e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
@@ -32,18 +34,8 @@ TOL = {"float32": 2e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
 
 @pytest.fixture(autouse=True)
 def no_tf32():
-    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
-
-
-def borrow(x: "torch.Tensor") -> shim.Tensor:
-    """An aotishim view of torch's tensor: same storage, offset and strides."""
-    torch.cuda.synchronize()  # torch's writes are on its stream, ours on aotishim's
-    return shim.from_blob(x.untyped_storage().data_ptr(), list(x.shape), list(x.stride()),
-                          x.storage_offset(), str(x.dtype).replace("torch.", ""), "cuda:0")
+    with tf32_off():
+        yield
 
 
 def values(t: shim.Tensor) -> "torch.Tensor":

@@ -25,16 +25,15 @@ torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("torch cannot use CUDA here", allow_module_level=True)
 
+from cuda_helpers import tf32_off  # noqa: E402
+
 import cuda_models  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def no_tf32():
-    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+    with tf32_off():
+        yield
 
 
 def rel(got, ref: "torch.Tensor") -> float:

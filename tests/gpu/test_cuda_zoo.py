@@ -18,6 +18,8 @@ pytestmark = pytest.mark.skipif("cuda:0" not in aotishim.devices(),
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("torch cannot use CUDA here", allow_module_level=True)
+
+from cuda_helpers import tf32_off  # noqa: E402
 real = pytest.importorskip("aotishim.zoo.real", reason="the model zoo (aotishim.zoo.real) is not in this tree")
 
 import cuda_models  # noqa: E402
@@ -42,11 +44,8 @@ def flat_outputs(out):
 
 @pytest.fixture(autouse=True)
 def no_tf32():
-    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
+    with tf32_off():
+        yield
 
 
 # Models whose runs must record as CUDA graphs with cuda_graphs=True (the
