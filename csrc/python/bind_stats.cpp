@@ -50,6 +50,13 @@ void bind_stats(py::module_& m) {
     synchronize(d);
   });
   m.def("memory_stats", &stats_dict);
+  m.def("cpu_team_stats", [] {
+    const CpuTeamStats s = cpu_team_stats();
+    py::dict d;
+    d["recent_cpu_share"] = s.recent_cpu_share;
+    d["last_run_threads"] = s.last_run_threads;
+    return d;
+  });
   m.def(
       "shim_profile",
       [](bool reset) {

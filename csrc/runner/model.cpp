@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 
 #include "aotishim/runner.h"
@@ -17,6 +18,7 @@
 #include "core/device.h"
 #include "runner/constant_buffers.h"
 #include "runner/container_api.h"
+#include "runner/cpu_team.h"
 #include "runner/graph_runs.h"
 #include "runner/handle_cleanup.h"
 #include "runner/shared_library.h"
@@ -370,7 +372,11 @@ std::vector<AtenTensorHandle> Model::Impl::invoke(std::vector<AtenTensorHandle>&
 
 std::vector<AtenTensorHandle> Model::Impl::call_container(std::vector<AtenTensorHandle>& inputs) {
   std::vector<AtenTensorHandle> outputs(output_names.size(), nullptr);
-  if (is_cpu(device)) note_cpu_run();
+  std::optional<runner::CpuTeam> team;  // the OpenMP threads this run uses (cpu_team.h)
+  if (is_cpu(device)) {
+    note_cpu_run();
+    team.emplace();
+  }
   ScopeGuard guard(scope);
   clear_last_error();
   target->take_runtime_error();  // an earlier caller's, not this run's

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as _numpy  # noqa: F401  (its own BLAS starts first, as the user set it)
 
-from ._blas_threads import loading_blas_single_threaded as _single
+from ._native_threads import loading_native_libraries as _loading
 
-with _single():  # OpenBLAS starts no threads of its own (see _blas_threads)
+with _loading():  # OpenBLAS without threads, OpenMP waiting passively (see _native_threads)
     from . import _core
 from . import shim
 from .shim import ShimError

@@ -83,6 +83,17 @@ struct MemoryStats {
 AOTISHIM_API MemoryStats memory_stats();
 AOTISHIM_API bool is_live_handle(AtenTensorHandle handle);
 
+// How cpu runs size their OpenMP team: the calling threads' recent CPU share
+// (CPU time over wall time, decayed over ~50 ms of runs) and the threads the
+// last run used. Below a share of 0.7 a run uses that share of its thread's
+// OpenMP setting (other processes hold the cores); AOTISHIM_CPU_TEAM=fixed
+// keeps the setting.
+struct CpuTeamStats {
+  double recent_cpu_share = 1.0;
+  int last_run_threads = 0;  // 0: no cpu run yet
+};
+AOTISHIM_API CpuTeamStats cpu_team_stats();
+
 // ---- device-generic operations ----
 // The fallback ops have device-generic C entries, aotishim_<op> (for example
 // aotishim_mm_out), declared from the op table in aotishim/fallback_ops.h; wrap
