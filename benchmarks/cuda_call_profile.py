@@ -110,7 +110,7 @@ def measure(name: str, directory: Path, a) -> dict:
         core = model._core
 
         def take_inputs():
-            return [model._input_handle(i, x)[0] for i, x in enumerate(xs)]
+            return [model._input_handle(i, x, [], [])[0] for i, x in enumerate(xs)]
 
         def inputs_only():
             for h in take_inputs():
