@@ -407,7 +407,15 @@ DeviceCounters MpsDevice::counters() const {
 void MpsDevice::before_host_access(const Binding& b, size_t nbytes, bool write, const char* what) {
   if (nbytes == 0) return;
   if (b.base != 0) host_access(b.base, write);
-  metal_->host_access(b.buffer, b.offset, nbytes, write, what);
+  check_host_access(b, nbytes, write, what);
+}
+
+void MpsDevice::check_host_access(const Binding& b, size_t nbytes, bool write, const char* what) {
+  try {
+    metal_->host_access(b.buffer, b.offset, nbytes, write, what);
+  } catch (const std::exception& e) {
+    fail(str("mps: ", e.what()));
+  }
 }
 
 void MpsDevice::download(void* host_dst, const Tensor& src_packed) {
@@ -451,7 +459,7 @@ std::pair<std::shared_ptr<metal::Buffer>, size_t> MpsDevice::buffer_at(const voi
 std::vector<uint8_t> MpsDevice::read_unsynchronized(const void* ptr, size_t nbytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   Binding b = bind_locked(ptr, nbytes, "raw host read");
-  metal_->host_access(b.buffer, b.offset, nbytes, false, "raw host read");
+  check_host_access(b, nbytes, false, "raw host read");
   const auto* bytes = static_cast<const uint8_t*>(ptr);
   return std::vector<uint8_t>(bytes, bytes + nbytes);
 }

@@ -147,6 +147,7 @@ class MpsDevice final : public Device {
   // Waits as a host access of the binding's bytes needs, then lets the
   // Metal implementation check the access.
   void before_host_access(const Binding& b, size_t nbytes, bool write, const char* what);
+  void check_host_access(const Binding& b, size_t nbytes, bool write, const char* what);
   Binding bind_locked(const Tensor& t, const char* what) const;
   metal::CommandBuffer& open_command_buffer();
   void commit_locked();

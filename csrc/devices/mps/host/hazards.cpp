@@ -57,8 +57,8 @@ std::optional<std::string> find_host_hazard(const Use& host,
       for (const Use& pu : c.uses) {
         if (!(pu.write || host.write) || !overlap(pu, host)) continue;
         std::ostringstream os;
-        os << "host Metal hazard: host " << (host.write ? "write" : "read") << " of " << host.role
-           << " = buffer object #" << host.buffer << " bytes [" << host.begin - host.object_offset
+        os << "host Metal hazard: host " << (host.write ? "write" : "read") << " (" << host.role
+           << ") of buffer object #" << host.buffer << " bytes [" << host.begin - host.object_offset
            << ", " << host.end - host.object_offset << "), but " << where(*p, i, c) << " "
            << describe(pu) << "; the host did not wait for it";
         return os.str();
