@@ -13,9 +13,11 @@
 #include "devices/mps/host/buffer.h"
 #include "devices/mps/host/dispatch.h"
 #include "devices/mps/host/msl_compile.h"
+#include "devices/mps/host/test_controls.h"
 #include "devices/mps/kernels/params.h"
 #include "devices/mps/kernels/sources.h"
 #include "python/bindings.h"
+#include "python/handles.h"
 #include "python/without_gil.h"
 
 namespace py = pybind11;
@@ -259,6 +261,45 @@ void bind_host_metal(py::module_& parent) {
       },
       py::arg("function"), py::arg("groups"), py::arg("group"), py::arg("buffers"),
       py::arg("threadgroup_memory") = py::dict());
+  // ---- the mps device's host Metal: schedule, checker and probes ----
+  m.def(
+      "configure",
+      [](const std::string& order, uint64_t seed, bool deferred, bool checker) {
+        without_gil([&] { host_metal::configure(order, seed, deferred, checker); });
+      },
+      py::arg("order") = "fifo", py::arg("seed") = 0, py::arg("deferred") = false,
+      py::arg("checker") = true,
+      "how commands nothing orders are run (fifo, reverse, shuffle with seed), whether "
+      "committed work waits for a host wait (deferred), and the hazard checker");
+  m.def("settings", [] {
+    const host_metal::Settings s = host_metal::settings();
+    py::dict d;
+    d["order"] = s.order;
+    d["seed"] = s.seed;
+    d["deferred"] = s.deferred;
+    d["checker"] = s.checker;
+    return d;
+  });
+  m.def("hazards", &host_metal::hazards, "hazards reported so far");
+  m.def(
+      "make_alias",
+      [](uintptr_t tensor) { return from_handle(host_metal::make_alias(to_handle(tensor))); },
+      py::arg("tensor"), "a tensor over the tensor's bytes through a second buffer object");
+  m.def(
+      "host_read",
+      [](uintptr_t addr, size_t nbytes) {
+        std::vector<uint8_t> bytes =
+            without_gil([&] { return host_metal::host_read(reinterpret_cast<const void*>(addr), nbytes); });
+        return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+      },
+      py::arg("addr"), py::arg("nbytes"), "a host read of mps memory that does not wait");
+  m.def("is_buffer_base", [](uintptr_t addr) { return host_metal::is_buffer_base(reinterpret_cast<const void*>(addr)); });
+  m.def(
+      "has_pending_writes",
+      [](uintptr_t addr, bool exact_base) {
+        return host_metal::has_pending_writes(reinterpret_cast<const void*>(addr), exact_base);
+      },
+      py::arg("addr"), py::arg("exact_base") = false);
   m.attr("MAX_THREADS_PER_THREADGROUP") = mps::host::kMaxThreadsPerThreadgroup;
   bind_params(m);
 }

@@ -107,6 +107,13 @@ class Device {
   virtual bool supports_mps() const = 0;
   // What runs the work, for messages: the GPU's name, or the host Metal.
   virtual std::string description() const = 0;
+  // Called before the host reads or writes bytes [offset, offset + length)
+  // of `buffer` through contents(), after the device waited for what it
+  // believes it must. Apple's Metal has nothing to do; the host Metal's
+  // hazard checker throws when work not yet seen complete still writes
+  // those bytes (or, for a write, uses them). `what` names the access.
+  virtual void host_access(const std::shared_ptr<Buffer>& /*buffer*/, size_t /*offset*/,
+                           size_t /*length*/, bool /*write*/, const char* /*what*/) {}
 };
 
 // The system's Metal device; null where there is none. Defined by the one

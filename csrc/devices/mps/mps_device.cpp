@@ -170,6 +170,19 @@ MpsDevice::Binding MpsDevice::bind_locked(const Tensor& t, const char* what) con
     b.buffer = zeros_;
     return b;
   }
+  if (!bound_storages_.empty()) {
+    auto it = bound_storages_.find(t.storage->id());
+    if (it != bound_storages_.end() && !it->second.storage.expired()) {
+      Binding b;
+      b.buffer = it->second.buffer;
+      const auto begin = reinterpret_cast<uintptr_t>(t.data());
+      const auto start = reinterpret_cast<uintptr_t>(b.buffer->contents());
+      AOTISHIM_CHECK(begin >= start && begin - start + t.extent_bytes() <= b.buffer->length(), "mps: ",
+                     what, " reaches outside the buffer its storage is bound to");
+      b.offset = begin - start;
+      return b;  // base 0: its uses are not recorded
+    }
+  }
   return bind_locked(t.data(), t.extent_bytes(), what);
 }
 
@@ -391,10 +404,24 @@ DeviceCounters MpsDevice::counters() const {
 
 // ---- host access ----
 
+void MpsDevice::before_host_access(const Binding& b, size_t nbytes, bool write, const char* what) {
+  if (nbytes == 0) return;
+  if (b.base != 0) host_access(b.base, write);
+  check_host_access(b, nbytes, write, what);
+}
+
+void MpsDevice::check_host_access(const Binding& b, size_t nbytes, bool write, const char* what) {
+  try {
+    metal_->host_access(b.buffer, b.offset, nbytes, write, what);
+  } catch (const std::exception& e) {
+    fail(str("mps: ", e.what()));
+  }
+}
+
 void MpsDevice::download(void* host_dst, const Tensor& src_packed) {
   std::lock_guard<std::mutex> lock(mutex_);
   const size_t n = static_cast<size_t>(src_packed.numel()) * src_packed.itemsize();
-  if (n > 0) host_access(bind_locked(src_packed, "download source").base, false);
+  if (n > 0) before_host_access(bind_locked(src_packed, "download source"), n, false, "download source");
   raise_deferred();
   if (n > 0) std::memcpy(host_dst, src_packed.data(), n);
 }
@@ -402,15 +429,52 @@ void MpsDevice::download(void* host_dst, const Tensor& src_packed) {
 void MpsDevice::upload(const Tensor& dst_packed, const void* host_src) {
   std::lock_guard<std::mutex> lock(mutex_);
   const size_t n = static_cast<size_t>(dst_packed.numel()) * dst_packed.itemsize();
-  if (n > 0) host_access(bind_locked(dst_packed, "upload destination").base, true);
+  if (n > 0) before_host_access(bind_locked(dst_packed, "upload destination"), n, true, "upload destination");
   raise_deferred();
   if (n > 0) std::memcpy(dst_packed.data(), host_src, n);
 }
 
 void MpsDevice::prepare_host_access(const void* ptr, size_t nbytes, bool write) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (owns(ptr)) host_access(bind_locked(ptr, nbytes, write ? "host write" : "host read").base, write);
+  const char* what = write ? "host write" : "host read";
+  if (owns(ptr)) before_host_access(bind_locked(ptr, nbytes, what), nbytes, write, what);
   raise_deferred();
+}
+
+// ---- for tests of the memory model ----
+
+void MpsDevice::bind_storage(const std::shared_ptr<Storage>& storage, std::shared_ptr<metal::Buffer> buffer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = bound_storages_.begin(); it != bound_storages_.end();)
+    it = it->second.storage.expired() ? bound_storages_.erase(it) : std::next(it);
+  bound_storages_[storage->id()] = {storage, std::move(buffer)};
+}
+
+std::pair<std::shared_ptr<metal::Buffer>, size_t> MpsDevice::buffer_at(const void* ptr, size_t nbytes) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Binding b = bind_locked(ptr, nbytes, "buffer_at");
+  return {b.buffer, b.offset};
+}
+
+std::vector<uint8_t> MpsDevice::read_unsynchronized(const void* ptr, size_t nbytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Binding b = bind_locked(ptr, nbytes, "raw host read");
+  check_host_access(b, nbytes, false, "raw host read");
+  const auto* bytes = static_cast<const uint8_t*>(ptr);
+  return std::vector<uint8_t>(bytes, bytes + nbytes);
+}
+
+bool MpsDevice::has_pending_writes(const void* ptr, bool exact_base) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto a = allocations().find(ptr);
+  if (!a || (exact_base && a->base != ptr)) return false;
+  auto it = buffers_.find(reinterpret_cast<uintptr_t>(a->base));
+  if (it == buffers_.end() || it->second.last_write == 0) return false;
+  const uint64_t seq = it->second.last_write;
+  if (open_ != nullptr && seq == open_seq_) return true;
+  for (const auto& [s, cb] : in_flight_)
+    if (s == seq) return pending(*cb);
+  return false;
 }
 
 // ---- kernels ----

@@ -59,6 +59,21 @@ class MpsDevice final : public Device {
   // whose error code generated code ignores); raised like a failed command
   // buffer's.
   void defer_error(const std::string& message);
+  // ---- for tests of the memory model (the host Metal's controls) ----
+  // Binds every tensor of `storage` to `buffer` instead of its allocation's
+  // buffer, and records none of their uses: what the old no-copy path did
+  // to a view (a second buffer object over the parent's bytes, which
+  // nothing orders with the parent's work). Ends when the storage dies.
+  void bind_storage(const std::shared_ptr<Storage>& storage, std::shared_ptr<metal::Buffer> buffer);
+  // The buffer and offset that [ptr, ptr + nbytes) binds.
+  std::pair<std::shared_ptr<metal::Buffer>, size_t> buffer_at(const void* ptr, size_t nbytes) const;
+  // The old host path: reads bytes without waiting for the device (the host
+  // Metal's checker still sees the access).
+  std::vector<uint8_t> read_unsynchronized(const void* ptr, size_t nbytes);
+  // Does a command buffer not yet complete write the allocation holding ptr
+  // (exact_base: only when ptr is the allocation's base address)?
+  bool has_pending_writes(const void* ptr, bool exact_base) const;
+
   // Compiles MSL for the shims' shader libraries.
   std::shared_ptr<metal::Library> new_library(const std::string& source);
   const metal::Device& metal() const { return *metal_; }
@@ -129,6 +144,10 @@ class MpsDevice final : public Device {
   };
 
   Binding bind_locked(const void* ptr, size_t nbytes, const char* what) const;
+  // Waits as a host access of the binding's bytes needs, then lets the
+  // Metal implementation check the access.
+  void before_host_access(const Binding& b, size_t nbytes, bool write, const char* what);
+  void check_host_access(const Binding& b, size_t nbytes, bool write, const char* what);
   Binding bind_locked(const Tensor& t, const char* what) const;
   metal::CommandBuffer& open_command_buffer();
   void commit_locked();
@@ -149,6 +168,11 @@ class MpsDevice final : public Device {
 
   mutable std::mutex mutex_;
   std::map<uintptr_t, BufferState> buffers_;  // by base address
+  struct BoundStorage {
+    std::weak_ptr<Storage> storage;
+    std::shared_ptr<metal::Buffer> buffer;
+  };
+  std::map<uint64_t, BoundStorage> bound_storages_;  // by storage id (bind_storage)
   std::shared_ptr<metal::CommandBuffer> open_;  // being encoded, not committed
   uint64_t open_seq_ = 0;
   size_t open_commands_ = 0;

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#define AOTISHIM_MSL_ABI_VERSION 1
+#define AOTISHIM_MSL_ABI_VERSION 2
 #define AOTISHIM_MSL_MAX_BUFFERS 31  // Metal's buffer argument table
 #define AOTISHIM_MSL_SIMD_WIDTH 32
 #define AOTISHIM_MSL_SIMD_VALUE_BYTES 32  // the largest value a SIMD-group function moves
@@ -62,6 +62,7 @@ struct aotishim_msl_param {
   int32_t index;  // buffer or threadgroup index; -1 for a position
   const char* name;       // the parameter's name
   const char* attribute;  // the attribute as written, e.g. "buffer(2)"
+  int32_t writes;         // a buffer the kernel may store to (not `constant`, not `device const`)
 };
 
 struct aotishim_msl_kernel {

@@ -175,7 +175,11 @@ Library::Library(const std::string& msl_source) {
   const Translation translation = translate_msl(preprocessed);
   const std::string cpp = std::string(host_kernel_abi_source()) + host_prelude_source() +
                           "\n#line 1 \"metal-source\"\n" + translation.source;
-  const std::string key = hex(fnv1a(cpp, fnv1a(std::string(cxx) + "\n" + kCompileFlags)));
+  // $AOTISHIM_METAL_HOST_CXXFLAGS adds flags (the sanitizer job instruments
+  // the kernels with -fsanitize=address).
+  const char* extra_env = std::getenv("AOTISHIM_METAL_HOST_CXXFLAGS");
+  const std::string flags = std::string(kCompileFlags) + (extra_env != nullptr ? std::string(" ") + extra_env : "");
+  const std::string key = hex(fnv1a(cpp, fnv1a(std::string(cxx) + "\n" + flags)));
   path_ = dir + "/" + key + ".so";
 
   if (executable(path_) || access(path_.c_str(), R_OK) == 0) {
@@ -184,7 +188,7 @@ Library::Library(const std::string& msl_source) {
     const std::string source_path = dir + "/" + key + ".cpp";
     write_text(source_path, cpp);
     const std::string tmp = stem + ".so";
-    const int rc = run(shell_quote(cxx) + " " + kCompileFlags + " -o " + shell_quote(tmp) + " " +
+    const int rc = run(shell_quote(cxx) + " " + flags + " -o " + shell_quote(tmp) + " " +
                            shell_quote(source_path),
                        stem + ".log");
     const std::string log = read_text(stem + ".log");

@@ -199,6 +199,22 @@ void lower_threadgroup_variables(std::string& s) {
 
 std::string entry_symbol(size_t i) { return "aotishim_msl_entry_" + std::to_string(i); }
 
+// Whether a kernel may store through a buffer parameter: not when its address
+// space is `constant` or its pointee is const (`device const T*`, `const
+// device T&`); a const pointer (`device T* const`) still stores. The host
+// Metal's hazard checker tells reads from writes by this, as Metal's own
+// tracking does not need to.
+bool writable(const KernelParam& p) {
+  if (p.kind != KernelParam::Buffer) return false;
+  const size_t star = p.type.find_first_of("*&");
+  const std::string pointee = p.type.substr(0, star);
+  for (const char* word : {"constant", "const"}) {
+    for (size_t at = pointee.find(word); at != std::string::npos; at = pointee.find(word, at + 1))
+      if (word_at(pointee, at, word)) return false;
+  }
+  return true;
+}
+
 const char* position_field(const std::string& attribute) {
   if (attribute == "thread_execution_width") return "threads_per_simdgroup";
   return attribute.c_str();
@@ -325,12 +341,12 @@ Translation translate_msl(const std::string& preprocessed) {
                          : p.kind == KernelParam::Threadgroup ? "AOTISHIM_MSL_PARAM_THREADGROUP"
                                                               : "AOTISHIM_MSL_PARAM_POSITION";
       params += std::string("  {") + kind + ", " + std::to_string(p.index) + ", \"" + p.name +
-                "\", \"" + p.attribute + "\"},\n";
+                "\", \"" + p.attribute + "\", " + (writable(p) ? "1" : "0") + "},\n";
     }
     entries += "static void " + entry_symbol(i) + "(const aotishim_msl_thread* self) {\n" +
                "  aotishim_msl_self = self;\n  " + k.callee + "(\n      " + call + ");\n}\n";
     entries += "static const aotishim_msl_param " + entry_symbol(i) + "_params[] = {\n" + params +
-               "  {0, 0, nullptr, nullptr}};\n";
+               "  {0, 0, nullptr, nullptr, 0}};\n";
     table += "  {\"" + k.name + "\", " + entry_symbol(i) + ", " + std::to_string(k.params.size()) +
              ", " + entry_symbol(i) + "_params},\n";
   }
