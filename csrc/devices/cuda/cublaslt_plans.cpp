@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "core/error.h"
+#include "core/shim_profile.h"
 
 namespace aotishim {
 namespace cuda {
@@ -132,6 +133,7 @@ bool LtPlans::run(const cublas::Api& api, const LtProblem& p, const void* alpha,
           cublas::kStatusSuccess) {
     return false;
   }
+  ShimTimer timed("matrix product: cublasLtMatmul");  // AOTISHIM_PROFILE_SHIMS=1
   const cublas::Status st =
       lt.matmul(handle_, plan.desc, alpha, p.a, plan.a, p.b, plan.b, beta, p.d, plan.d, p.d,
                 plan.d, &plan.algo, workspace, workspace_size, stream);

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/shim_profile.h"
 #include "core/strided.h"
 #include "core/tensor.h"
 #include "devices/cuda/cuda_device.h"
@@ -192,6 +193,7 @@ bool use_cublaslt() {
 
 namespace {
 void gemm_kernel(const GemmArgs& args) {
+  ShimTimer timed("matrix product: the cuda kernel");  // AOTISHIM_PROFILE_SHIMS=1
   CudaDevice& device = static_cast<CudaDevice&>(args.out.device());
   DeviceScope on(device.index());
   cuda_gemm(device, args);
