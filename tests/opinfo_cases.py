@@ -30,11 +30,14 @@ from torch.testing._internal.opinfo.core import SampleInput
 from aotishim import shim
 from aotishim._core import ShimError
 
-# dtypes the shim ABI carries (aotishim has no complex tensors).
+# real dtypes the shim ABI carries; complex ones are taken by the ops whose
+# adapters list them (COMPLEX_DTYPES)
 SHIM_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
                torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32",
                torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8",
                torch.bool: "bool"}
+COMPLEX_DTYPES = {torch.complex64: "complex64", torch.complex128: "complex128"}
+RESULT_DTYPES = SHIM_DTYPES | COMPLEX_DTYPES
 DTYPE_CODES = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4,
                torch.float16: 5, torch.float32: 6, torch.float64: 7, torch.bool: 11,
                torch.bfloat16: 15}
@@ -322,6 +325,45 @@ class Adapter:
         return self.label or self.opinfo + (f".{self.variant}" if self.variant else "")
 
 
+_FFT_OPS = {torch.ops.aten._fft_c2c.default: "_fft_c2c", torch.ops.aten._fft_r2c.default: "_fft_r2c",
+            torch.ops.aten._fft_c2r.default: "_fft_c2r"}
+
+
+def _fft(public: str):
+    """torch.fft.<public> on a sample calls one of the _fft_* ops after its
+    own preparation (padding or trimming to n, integers made float, the
+    conjugation hfft applies): the first such call, recorded as torch makes
+    it, is the case (the inputs generated code hands the fallback op)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    fn = getattr(torch.fft, public.split(".", 1)[1])
+
+    class Record(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.call = None
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if self.call is None and func in _FFT_OPS:
+                self.call = (func, args)
+            return func(*args, **(kwargs or {}))
+
+    def adapt(s):
+        rec = Record()
+        with rec:
+            fn(s.input, *s.args, **s.kwargs)
+        if rec.call is None:
+            return None
+        func, (x, dims, norm, last) = rec.call
+        x = x.resolve_conj().resolve_neg().clone()
+        dims, norm, last = [int(d) for d in dims], int(norm), int(last)
+        return Call(_FFT_OPS[func], {"self": x}, lambda t, o: [t["self"], dims, norm, last],
+                    lambda t: (func(t["self"], dims, norm, last),))
+
+    return adapt
+
+
+_FFT_DTYPES = frozenset(INTS | {torch.bool, torch.float32, torch.float64} | set(COMPLEX_DTYPES))
 _FLOAT3 = frozenset({torch.float32, torch.float64, torch.bfloat16})
 _GEMM = frozenset({torch.float32, torch.float64, torch.bfloat16, torch.float16})
 _NUMERIC = frozenset(FLOATS | INTS)
@@ -348,6 +390,8 @@ ADAPTERS = [
     Adapter("nn.functional.scaled_dot_product_attention", "", _sdpa,
             frozenset(FLOATS)),
     Adapter("histc", "", _histc, frozenset(FLOATS)),
+    *[Adapter(f"fft.{name}", "", _fft(f"fft.{name}"), _FFT_DTYPES)
+      for name in ("fft", "fftn", "ifft", "rfft", "rfftn", "irfft", "irfftn", "hfft")],
     Adapter("_int_mm", "", _int_mm, frozenset({torch.int8}), samples=_int_mm_samples,
             torch_dtypes=frozenset({torch.int8})),
     *[Adapter("nn.functional.embedding_bag", "", _embedding_bag(name), frozenset(FLOATS),
@@ -361,7 +405,7 @@ ADAPTERS = [
 
 
 def _filler(dtype):
-    if dtype in FLOATS:
+    if dtype in FLOATS or dtype in COMPLEX_DTYPES:
         return float("nan")
     if dtype == torch.bool:
         return True
@@ -440,7 +484,7 @@ def _compare(i, got: shim.Tensor, want: torch.Tensor, value: torch.Tensor, check
              exact: Callable) -> list[str]:
     """got against torch: dtype, sizes, strides (of outputs the op made) from
     `want`, values from `value`; `exact()`: the float64 answer."""
-    if got.dtype != SHIM_DTYPES.get(want.dtype):
+    if got.dtype != RESULT_DTYPES.get(want.dtype):
         return [f"output {i}: dtype {got.dtype}, torch {want.dtype}"]
     if got.sizes != list(want.shape):
         return [f"output {i}: sizes {got.sizes}, torch {list(want.shape)}"]
@@ -486,7 +530,7 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
         made += [t for t in shims.values() if t is not None]
         outs = {}
         for n, w in zip(call.out, want):
-            outs[n] = shim.empty_strided(list(w.shape), None, SHIM_DTYPES[w.dtype], device)
+            outs[n] = shim.empty_strided(list(w.shape), None, RESULT_DTYPES[w.dtype], device)
             made.append(outs[n])
         try:
             result = shim.call_op(call.op, *call.args(shims, outs), entry=device)

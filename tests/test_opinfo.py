@@ -15,7 +15,7 @@ import os
 import pytest
 import torch
 
-from opinfo_cases import ADAPTERS, LAYOUTS, SHIM_DTYPES, run_case
+from opinfo_cases import ADAPTERS, COMPLEX_DTYPES, LAYOUTS, SHIM_DTYPES, run_case
 
 pytest.importorskip("expecttest")  # torch's testing internals import it
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
@@ -36,7 +36,7 @@ def _cases():
     for a in ADAPTERS:
         dtypes = a.torch_dtypes if a.samples else _opinfo(a.opinfo, a.variant).supported_dtypes("cpu")
         for dtype in sorted(dtypes, key=str):
-            if dtype in SHIM_DTYPES:
+            if dtype in SHIM_DTYPES or (dtype in COMPLEX_DTYPES and dtype in a.dtypes):
                 yield pytest.param(a, dtype, id=f"{a.name}-{str(dtype)[6:]}")
 
 

@@ -8,6 +8,7 @@ namespace aotishim::python {
 void bind_errors(pybind11::module_& m);  // ShimError
 void bind_shim(pybind11::module_& m);    // tensors and the aoti_torch_* ABI
 void bind_stats(pybind11::module_& m);   // devices, scopes, memory_stats
+void bind_random(pybind11::module_& m);  // the random generator's seed
 void bind_model(pybind11::module_& m);   // the AOTInductor model runner
 void bind_sim(pybind11::module_& m);     // sim device controls
 void bind_dlpack(pybind11::module_& m);  // DLPack exchange with other libraries

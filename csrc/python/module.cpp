@@ -7,6 +7,7 @@ PYBIND11_MODULE(_core, m) {
   aotishim::python::bind_errors(m);
   aotishim::python::bind_shim(m);
   aotishim::python::bind_stats(m);
+  aotishim::python::bind_random(m);
   aotishim::python::bind_sim(m);
   aotishim::python::bind_model(m);
   aotishim::python::bind_dlpack(m);

@@ -50,6 +50,29 @@ def synchronize(device: str = "cpu") -> None:
     _core.synchronize(device)
 
 
+def manual_seed(seed: int) -> None:
+    """Seed the process-wide generator every random op draws from (``rand``,
+    ``randn``, dropout, ... and the random kernels a compiled model generates,
+    which it seeds from it at each run): the same seed and the same runs in
+    the same order give the same numbers. Like ``torch.manual_seed``, a
+    negative seed is taken modulo 2**64; the streams are not torch's.
+    Until it is called the seed is torch's default (67280421310721)."""
+    seed = int(seed)
+    if not -(2**63) <= seed < 2**64:
+        raise ValueError(f"seed must be within [-2**63, 2**64), got {seed}")
+    _core.manual_seed(seed % 2**64)
+
+
+def seed() -> int:
+    """Seed the generator from the system's entropy source; returns the seed."""
+    return int(_core.seed())
+
+
+def initial_seed() -> int:
+    """The seed the generator was last seeded with."""
+    return int(_core.initial_seed())
+
+
 def cleanup_memory() -> int:
     """Delete every tensor of the current scope; returns how many."""
     return _core.cleanup_memory()
@@ -69,4 +92,4 @@ def cmake_dir() -> str:
     return str(path)
 
 
-__all__ = ["DeviceTensor", "LeakWarning", "Model", "ModelError", "ModelInputError", "ShimError", "load", "cleanup_memory", "cmake_dir", "devices", "memory_stats", "shim", "shim_profile", "synchronize"]
+__all__ = ["DeviceTensor", "LeakWarning", "Model", "ModelError", "ModelInputError", "ShimError", "load", "cleanup_memory", "cmake_dir", "devices", "initial_seed", "manual_seed", "memory_stats", "seed", "shim", "shim_profile", "synchronize"]

@@ -13,7 +13,8 @@ follow torch's generated shims:
 - ``AtenTensorHandle* x`` (other names): an optional tensor, ``None`` for absent;
 - ``const int64_t* x, int64_t x_len_``: a list of ints (the length is implied);
 - ``double* x`` / ``int64_t* x``: an optional scalar, ``None`` for absent;
-- ``const char* x`` / ``const char** x``: a string / an optional string.
+- ``const char* x`` / ``const char** x``: a string / an optional string;
+- ``AtenGeneratorHandle* generator``: ``None`` (the process-wide generator).
 """
 
 from __future__ import annotations
@@ -118,6 +119,12 @@ class FallbackOp:
             if value is None:
                 return None
             slot = ctypes.c_void_p(_handle(value))
+            keep.append(slot)
+            return ctypes.byref(slot)
+        if p.ctype == "AtenGeneratorHandle*":  # aotishim takes only the default (None)
+            if value is None:
+                return None
+            slot = ctypes.c_void_p(int(value))
             keep.append(slot)
             return ctypes.byref(slot)
         if p.ctype == "const int64_t*":

@@ -22,6 +22,10 @@ typedef int32_t AOTITorchError;
 
 struct AtenTensorOpaque;
 typedef struct AtenTensorOpaque* AtenTensorHandle;
+// torch's generator objects; aotishim has none (one process-wide generator),
+// so the random ops take only null ones.
+struct AtenGeneratorOpaque;
+typedef struct AtenGeneratorOpaque* AtenGeneratorHandle;
 
 // ---- constants (c10 DeviceType / ScalarType / Layout numbers) ----
 AOTISHIM_API int32_t aoti_torch_device_type_cpu(void);

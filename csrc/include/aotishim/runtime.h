@@ -94,6 +94,18 @@ struct CpuTeamStats {
 };
 AOTISHIM_API CpuTeamStats cpu_team_stats();
 
+// ---- random numbers ----
+// The random ops (rand, randn, dropout, ...) and the random kernels Inductor
+// generates (which it seeds through randint) draw from one process-wide
+// generator (mt19937, 64-bit; its streams are not torch's), seeded with
+// torch's default seed (67280421310721) until one of these is called. The
+// same seed and the same calls in the same order give the same numbers.
+AOTISHIM_API void manual_seed(uint64_t seed);
+// Seeds it from the system's entropy source and returns that seed.
+AOTISHIM_API uint64_t seed();
+// The seed it was last seeded with.
+AOTISHIM_API uint64_t initial_seed();
+
 // ---- device-generic operations ----
 // The fallback ops have device-generic C entries, aotishim_<op> (for example
 // aotishim_mm_out), declared from the op table in aotishim/fallback_ops.h; wrap
