@@ -115,6 +115,21 @@ class Nonzero(nn.Module):
         return torch.nonzero(x > 0)
 
 
+class OrderStatistics(nn.Module):
+    """kthvalue, median, nanmedian, mode and the running extrema and
+    log-sum-exp, each a fallback call. Where torch may pick any of equal
+    elements, the model returns the elements its indices point at."""
+
+    def forward(self, x, q):
+        kv, ki = torch.kthvalue(x, 3, dim=1)
+        mv, mi = torch.mode(q, dim=-1, keepdim=True)
+        cmax, cmaxi = torch.cummax(x, dim=0)
+        cmin, cmini = torch.cummin(q, dim=1)
+        return (kv, x.gather(1, ki[:, None]), torch.median(x), torch.nanmedian(q.float()),
+                mv, q.gather(-1, mi), cmax, cmaxi, cmin, cmini,
+                torch.logcumsumexp(x * 4, dim=1))
+
+
 class IndexOps(nn.Module):
     def forward(self, x, idx, gidx):
         a = torch.index_select(x, 0, idx)

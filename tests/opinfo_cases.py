@@ -60,6 +60,11 @@ class Call:
     # inputs torch's op only ever gets as packed copies (it misreads or
     # crashes on some views of them that AOTInductor never passes it)
     torch_packed: tuple[str, ...] = ()
+    # ops whose index output (output 1) is any position of the chosen value
+    # when it repeats (kthvalue, mode): the values the indices point at
+    # (inputs, indices -> values) must equal output 0, instead of the indices
+    # equalling torch's
+    gather: Callable[[dict, torch.Tensor], torch.Tensor] | None = None
 
 
 # ------------------------------------------------------------------ adapters
@@ -225,6 +230,70 @@ def _sort(s):
                                            stable=stable)))
 
 
+def _sort_unstable(s):
+    a = dict(zip(["dim", "descending"], s.args)) | s.kwargs
+    if a.get("stable") is not None:
+        return None  # sort.stable: the sort_stable entry
+    dim, descending = a.get("dim", -1), a.get("descending", False)
+    return Call("sort", {"self": s.input}, lambda t, o: [t["self"], dim, int(descending)],
+                lambda t: tuple(torch.sort(t["self"], dim=dim, descending=descending)))
+
+
+def _gather_along(dim, keepdim):
+    """(inputs, indices) -> self's elements at `indices` along dim."""
+    def gather(t, idx):
+        x = t["self"]
+        if x.dim() == 0:
+            return x.clone()
+        idx = idx if keepdim else idx.unsqueeze(dim)
+        got = x.gather(dim, idx)
+        return got if keepdim else got.squeeze(dim)
+    return gather
+
+
+def _kthvalue(s):
+    a = dict(zip(["k", "dim", "keepdim"], s.args)) | s.kwargs
+    k, dim, keepdim = a["k"], a.get("dim", -1), a.get("keepdim", False)
+    return Call("kthvalue", {"self": s.input},
+                lambda t, o: [t["self"], k, dim, int(keepdim)],
+                lambda t: tuple(torch.kthvalue(t["self"], k, dim, keepdim)),
+                gather=_gather_along(dim, keepdim))
+
+
+def _mode(s):
+    a = dict(zip(["dim", "keepdim"], s.args)) | s.kwargs
+    dim, keepdim = a.get("dim", -1), a.get("keepdim", False)
+    return Call("mode", {"self": s.input}, lambda t, o: [t["self"], dim, int(keepdim)],
+                lambda t: tuple(torch.mode(t["self"], dim, keepdim)),
+                # torch's index among repeats of the mode is the last one in
+                # small lines, not always in long ones
+                gather=_gather_along(dim, keepdim))
+
+
+def _median(name):
+    def adapt(s):
+        if s.args or s.kwargs:
+            return None  # median.dim: not in the shim (a proxy-executor op)
+        fn = getattr(torch, name)
+        return Call(name, {"self": s.input}, lambda t, o: [t["self"]], lambda t: (fn(t["self"]),))
+    return adapt
+
+
+def _cumulative_extremum(name):
+    def adapt(s):
+        dim = s.args[0] if s.args else s.kwargs["dim"]
+        fn = getattr(torch, name)
+        return Call(name, {"self": s.input}, lambda t, o: [t["self"], dim],
+                    lambda t: tuple(fn(t["self"], dim)))
+    return adapt
+
+
+def _logcumsumexp(s):
+    dim = s.args[0] if s.args else s.kwargs["dim"]
+    return Call("logcumsumexp", {"self": s.input}, lambda t, o: [t["self"], dim],
+                lambda t: (torch.logcumsumexp(t["self"], dim),))
+
+
 def _searchsorted(s):
     values = s.args[0] if s.args else s.kwargs.get("input")
     if not isinstance(values, torch.Tensor):
@@ -338,6 +407,13 @@ ADAPTERS = [
     Adapter("cumprod", "", _cumulative("cumprod"), _NUMERIC),
     Adapter("topk", "", _topk, _NUMERIC),
     Adapter("sort", "", _sort, _NUMERIC | {torch.bool}),
+    Adapter("sort", "", _sort_unstable, _NUMERIC | {torch.bool}, label="sort.unstable"),
+    Adapter("kthvalue", "", _kthvalue, _NUMERIC),
+    Adapter("mode", "", _mode, _NUMERIC | {torch.bool}),
+    *[Adapter(name, "", _median(name), _NUMERIC) for name in ("median", "nanmedian")],
+    *[Adapter(name, "", _cumulative_extremum(name), _NUMERIC | {torch.bool})
+      for name in ("cummax", "cummin")],
+    Adapter("logcumsumexp", "", _logcumsumexp, frozenset(FLOATS)),
     Adapter("searchsorted", "", _searchsorted, _NUMERIC),
     Adapter("nonzero", "", _nonzero, _NUMERIC | {torch.bool}),
     Adapter("masked_select", "", _masked_select, _NUMERIC | {torch.bool}),
@@ -457,6 +533,27 @@ def _compare(i, got: shim.Tensor, want: torch.Tensor, value: torch.Tensor, check
     return problems
 
 
+def _compare_gathered(got: shim.Tensor, want: torch.Tensor, values: torch.Tensor,
+                      gather: Callable, inputs: dict) -> list[str]:
+    """An index output where torch may pick any of equal elements: dtype,
+    sizes and strides as torch's, and the elements it points at are torch's
+    values."""
+    if got.dtype != SHIM_DTYPES.get(want.dtype) or got.sizes != list(want.shape):
+        return [f"output 1: {got.dtype} {got.sizes}, torch {want.dtype} {list(want.shape)}"]
+    if want.numel() > 1 and got.strides != list(want.stride()):
+        return [f"output 1: strides {got.strides}, torch {list(want.stride())}"]
+    try:
+        pointed = gather(inputs, from_device(got))
+    except (RuntimeError, IndexError) as e:  # an index out of range
+        return [f"output 1: indices unusable: {e}"]
+    try:
+        torch.testing.assert_close(pointed, values, equal_nan=True, rtol=0, atol=0,
+                                   check_stride=False)
+    except AssertionError as e:
+        return [f"output 1: indices point at other values: {str(e).splitlines()[2:4]}"]
+    return []
+
+
 def _upcast(inputs: dict) -> dict:
     return {n: t.double() if t is not None and t.dtype in (torch.float16, torch.bfloat16) else t
             for n, t in inputs.items()}
@@ -501,6 +598,9 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
         exact_from = packed if call.packed_reference else inputs
         problems = []
         for i in range(len(want)):
+            if i == 1 and call.gather is not None:
+                problems += _compare_gathered(got[1], want[1], want[0], call.gather, inputs)
+                continue
             problems += _compare(i, got[i], want[i], value[i], not call.out,
                                  lambda: call.reference(_upcast(exact_from)))
         return problems
