@@ -309,6 +309,65 @@ def _searchsorted(s):
                                               sorter=t["sorter"]),))
 
 
+def _searchsorted_scalar(s):
+    value = s.args[0] if s.args else s.kwargs.get("input")
+    if isinstance(value, torch.Tensor):
+        return None
+    kw = s.kwargs
+    out_int32, right, side = kw.get("out_int32", False), kw.get("right", False), kw.get("side")
+    return Call("searchsorted_Scalar", {"sorted_sequence": s.input, "sorter": kw.get("sorter")},
+                lambda t, o: [t["sorted_sequence"], float(value), int(out_int32), int(right), side,
+                              t["sorter"]],
+                lambda t: (torch.searchsorted(t["sorted_sequence"], value, out_int32=out_int32,
+                                              right=right, side=side, sorter=t["sorter"]),))
+
+
+def _searchsorted_scalar_samples(dtype):
+    """The scalar-value samples of torch's searchsorted OpInfo (a few of its
+    many), and integer sequences against fractional numbers."""
+    from torch.testing._internal.common_methods_invocations import op_db
+    op = next(o for o in op_db if o.name == "searchsorted")
+    scalar = [s for s in op.sample_inputs("cpu", dtype)
+              if not isinstance(s.args[0] if s.args else s.kwargs.get("input"), torch.Tensor)]
+    yield from scalar[::4]
+    seq = torch.tensor([0, 2, 2, 5, 9]).to(dtype)
+    for v in (-1.0, 2.0, 2.5, 4.999, 9.0, 300.0):
+        yield SampleInput(seq, args=(v,), kwargs={"right": True})
+        yield SampleInput(seq, args=(v,), kwargs={"out_int32": True})
+
+
+def _bucketize(s):
+    boundaries = s.args[0]
+    out_int32, right = s.kwargs.get("out_int32", False), s.kwargs.get("right", False)
+    return Call("bucketize_Tensor", {"self": s.input, "boundaries": boundaries},
+                lambda t, o: [t["self"], t["boundaries"], int(out_int32), int(right)],
+                lambda t: (torch.bucketize(t["self"], t["boundaries"], out_int32=out_int32,
+                                           right=right),))
+
+
+def _nonzero_static(s):
+    size, fill = s.kwargs["size"], s.kwargs.get("fill_value", -1)
+    return Call("nonzero_static", {"self": s.input}, lambda t, o: [t["self"], size, fill],
+                lambda t: (torch.nonzero_static(t["self"], size=size, fill_value=fill),))
+
+
+def _repeat_interleave(s):
+    return Call("repeat_interleave_Tensor", {"repeats": s.input},
+                lambda t, o: [t["repeats"], s.kwargs.get("output_size")],
+                lambda t: (torch.repeat_interleave(t["repeats"],
+                                                   output_size=s.kwargs.get("output_size")),))
+
+
+def _repeat_interleave_samples(dtype):
+    """Hand cases (torch's OpInfo repeats an input; this overload only takes
+    the repeats): zeros, one, long runs, an output_size."""
+    g = torch.Generator().manual_seed(7)
+    for r in ([2, 0, 3], [0, 0], [], [1], [5] * 40):
+        yield SampleInput(torch.tensor(r, dtype=dtype))
+    yield SampleInput(torch.randint(0, 4, (50,), generator=g, dtype=dtype))
+    yield SampleInput(torch.tensor([1, 2, 3], dtype=dtype), kwargs={"output_size": 6})
+
+
 def _nonzero(s):
     if s.kwargs.get("as_tuple"):
         return None
@@ -416,6 +475,13 @@ ADAPTERS = [
     Adapter("logcumsumexp", "", _logcumsumexp, frozenset(FLOATS)),
     Adapter("searchsorted", "", _searchsorted, _NUMERIC),
     Adapter("nonzero", "", _nonzero, _NUMERIC | {torch.bool}),
+    Adapter("nonzero_static", "", _nonzero_static, _NUMERIC | {torch.bool}),
+    Adapter("searchsorted_Scalar", "", _searchsorted_scalar, _NUMERIC,
+            samples=_searchsorted_scalar_samples, torch_dtypes=_NUMERIC),
+    Adapter("bucketize", "", _bucketize, _NUMERIC),
+    Adapter("repeat_interleave_Tensor", "", _repeat_interleave,
+            frozenset({torch.int32, torch.int64}), samples=_repeat_interleave_samples,
+            torch_dtypes=frozenset({torch.int32, torch.int64})),
     Adapter("masked_select", "", _masked_select, _NUMERIC | {torch.bool}),
     *[Adapter("scatter_reduce", r, _scatter_reduce, _NUMERIC)
       for r in ("sum", "prod", "mean", "amax", "amin")],
