@@ -130,6 +130,21 @@ class OrderStatistics(nn.Module):
                 torch.logcumsumexp(x * 4, dim=1))
 
 
+class IndexFallbacks(nn.Module):
+    """The index ops Inductor's CPU code calls as fallbacks: a boolean mask
+    select, masked_scatter, bucketize, searchsorted with a number,
+    repeat_interleave and nonzero_static."""
+
+    def forward(self, x, src, bounds, repeats):
+        picked = x[x > 0.5]
+        scattered = x.masked_scatter(x < 0, src)
+        buckets = torch.bucketize(x, bounds, right=True)
+        where = torch.searchsorted(bounds, 0.25)
+        rep = torch.repeat_interleave(repeats)
+        fixed = torch.nonzero_static(x > 1.0, size=4, fill_value=-1)
+        return picked * 2, scattered, buckets, where, rep, fixed
+
+
 class IndexOps(nn.Module):
     def forward(self, x, idx, gidx):
         a = torch.index_select(x, 0, idx)

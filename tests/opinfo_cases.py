@@ -25,6 +25,7 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 import torch
+from torch.testing import make_tensor
 from torch.testing._internal.opinfo.core import SampleInput
 
 from aotishim import shim
@@ -368,6 +369,47 @@ def _repeat_interleave_samples(dtype):
     yield SampleInput(torch.tensor([1, 2, 3], dtype=dtype), kwargs={"output_size": 6})
 
 
+def _index(s):
+    (indices,) = s.args
+    names = [None if t is None else f"index{k}" for k, t in enumerate(indices)]
+    inputs = {"self": s.input} | {n: t for n, t in zip(names, indices) if n is not None}
+    return Call("index_Tensor", inputs,
+                lambda t, o: [t["self"], [None if n is None else t[n] for n in names]],
+                lambda t: (torch.ops.aten.index.Tensor(
+                    t["self"], [None if n is None else t[n] for n in names]),))
+
+
+def _index_samples(dtype):
+    """Hand cases (torch's OpInfo indexes with Python objects): masks over
+    all or some dims, integer indices (int64 and int32, negative) in one
+    dim, in adjacent dims, in dims apart (their dims go first), broadcast
+    together, a mask with an integer index, an empty selection."""
+    g = torch.Generator().manual_seed(11)
+    x = make_tensor((4, 5, 6), dtype=dtype, device="cpu")
+    x4 = make_tensor((2, 3, 4, 5), dtype=dtype, device="cpu")
+    mask = torch.rand(4, 5, generator=g) > 0.5
+    i = torch.tensor([3, 0, -1, 2])
+    yield SampleInput(x, args=([x != x.flatten()[0]],))
+    yield SampleInput(x, args=([mask],))
+    yield SampleInput(x, args=([None, torch.rand(5, 6, generator=g) > 0.3],))
+    yield SampleInput(x, args=([None, None, torch.rand(6, generator=g) > 0.5],))
+    yield SampleInput(x, args=([i],))
+    yield SampleInput(x, args=([None, i.to(torch.int32)],))
+    yield SampleInput(x, args=([i, torch.tensor([[1], [4]])],))
+    yield SampleInput(x, args=([i[:3], None, torch.tensor([5, 0, 1])],))
+    yield SampleInput(x4, args=([None, torch.tensor([2, 0]), None, torch.tensor([[4], [1]])],))
+    yield SampleInput(x4, args=([None, torch.tensor([1, 2]), torch.tensor([3, 0])],))
+    yield SampleInput(x4, args=([torch.tensor([1, 0]), None, torch.rand(4, 5, generator=g) > 0.5],))
+    yield SampleInput(x, args=([torch.zeros(4, dtype=torch.bool)],))
+
+
+def _masked_scatter(s):
+    mask, source = s.args
+    return Call("masked_scatter", {"self": s.input, "mask": mask, "source": source},
+                lambda t, o: [t["self"], t["mask"], t["source"]],
+                lambda t: (torch.masked_scatter(t["self"], t["mask"], t["source"]),))
+
+
 def _nonzero(s):
     if s.kwargs.get("as_tuple"):
         return None
@@ -476,6 +518,9 @@ ADAPTERS = [
     Adapter("searchsorted", "", _searchsorted, _NUMERIC),
     Adapter("nonzero", "", _nonzero, _NUMERIC | {torch.bool}),
     Adapter("nonzero_static", "", _nonzero_static, _NUMERIC | {torch.bool}),
+    Adapter("index_Tensor", "", _index, _NUMERIC | {torch.bool}, samples=_index_samples,
+            torch_dtypes=_NUMERIC | {torch.bool}),
+    Adapter("masked_scatter", "", _masked_scatter, _NUMERIC | {torch.bool}),
     Adapter("searchsorted_Scalar", "", _searchsorted_scalar, _NUMERIC,
             samples=_searchsorted_scalar_samples, torch_dtypes=_NUMERIC),
     Adapter("bucketize", "", _bucketize, _NUMERIC),
