@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 import aotishim
 from aotishim import ModelError, export
@@ -143,6 +144,15 @@ class IndexFallbacks(nn.Module):
         rep = torch.repeat_interleave(repeats)
         fixed = torch.nonzero_static(x > 1.0, size=4, fill_value=-1)
         return picked * 2, scattered, buckets, where, rep, fixed
+
+
+class AdaptivePool3d(nn.Module):
+    """Video-style adaptive pooling: both 3-D adaptive pools stay fallback calls."""
+
+    def forward(self, x):
+        avg = F.adaptive_avg_pool3d(x, (2, 3, 4))
+        mx, idx = F.adaptive_max_pool3d(x * 2, (3, 2, 5), return_indices=True)
+        return avg + 1, mx, idx
 
 
 class IndexOps(nn.Module):

@@ -410,6 +410,19 @@ def _masked_scatter(s):
                 lambda t: (torch.masked_scatter(t["self"], t["mask"], t["source"]),))
 
 
+def _adaptive_pool3d(max_pool):
+    def adapt(s):
+        size = s.args[0] if s.args else s.kwargs["output_size"]
+        size = _listify(size, 3)if not isinstance(size, (tuple, list)) else list(size)
+        size = [s.input.shape[-3 + i] if v is None else int(v) for i, v in enumerate(size)]
+        if max_pool:
+            return Call("adaptive_max_pool3d", {"self": s.input}, lambda t, o: [t["self"], size],
+                        lambda t: tuple(torch.ops.aten.adaptive_max_pool3d(t["self"], size)))
+        return Call("_adaptive_avg_pool3d", {"self": s.input}, lambda t, o: [t["self"], size],
+                    lambda t: (torch.ops.aten._adaptive_avg_pool3d(t["self"], size),))
+    return adapt
+
+
 def _nonzero(s):
     if s.kwargs.get("as_tuple"):
         return None
@@ -535,6 +548,8 @@ ADAPTERS = [
     Adapter("nn.functional.scaled_dot_product_attention", "", _sdpa,
             frozenset(FLOATS)),
     Adapter("histc", "", _histc, frozenset(FLOATS)),
+    Adapter("nn.functional.adaptive_avg_pool3d", "", _adaptive_pool3d(False), frozenset(FLOATS)),
+    Adapter("nn.functional.adaptive_max_pool3d", "", _adaptive_pool3d(True), frozenset(FLOATS)),
     Adapter("_int_mm", "", _int_mm, frozenset({torch.int8}), samples=_int_mm_samples,
             torch_dtypes=frozenset({torch.int8})),
     *[Adapter("nn.functional.embedding_bag", "", _embedding_bag(name), frozenset(FLOATS),
