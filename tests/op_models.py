@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 import aotishim
 from aotishim import ModelError, export
@@ -113,6 +114,45 @@ class SearchsortedRight2d(nn.Module):
 class Nonzero(nn.Module):
     def forward(self, x):
         return torch.nonzero(x > 0)
+
+
+class OrderStatistics(nn.Module):
+    """kthvalue, median, nanmedian, mode and the running extrema and
+    log-sum-exp, each a fallback call. Where torch may pick any of equal
+    elements, the model returns the elements its indices point at."""
+
+    def forward(self, x, q):
+        kv, ki = torch.kthvalue(x, 3, dim=1)
+        mv, mi = torch.mode(q, dim=-1, keepdim=True)
+        cmax, cmaxi = torch.cummax(x, dim=0)
+        cmin, cmini = torch.cummin(q, dim=1)
+        return (kv, x.gather(1, ki[:, None]), torch.median(x), torch.nanmedian(q.float()),
+                mv, q.gather(-1, mi), cmax, cmaxi, cmin, cmini,
+                torch.logcumsumexp(x * 4, dim=1))
+
+
+class IndexFallbacks(nn.Module):
+    """The index ops Inductor's CPU code calls as fallbacks: a boolean mask
+    select, masked_scatter, bucketize, searchsorted with a number,
+    repeat_interleave and nonzero_static."""
+
+    def forward(self, x, src, bounds, repeats):
+        picked = x[x > 0.5]
+        scattered = x.masked_scatter(x < 0, src)
+        buckets = torch.bucketize(x, bounds, right=True)
+        where = torch.searchsorted(bounds, 0.25)
+        rep = torch.repeat_interleave(repeats)
+        fixed = torch.nonzero_static(x > 1.0, size=4, fill_value=-1)
+        return picked * 2, scattered, buckets, where, rep, fixed
+
+
+class AdaptivePool3d(nn.Module):
+    """Video-style adaptive pooling: both 3-D adaptive pools stay fallback calls."""
+
+    def forward(self, x):
+        avg = F.adaptive_avg_pool3d(x, (2, 3, 4))
+        mx, idx = F.adaptive_max_pool3d(x * 2, (3, 2, 5), return_indices=True)
+        return avg + 1, mx, idx
 
 
 class IndexOps(nn.Module):

@@ -25,6 +25,7 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 import torch
+from torch.testing import make_tensor
 from torch.testing._internal.opinfo.core import SampleInput
 
 from aotishim import shim
@@ -63,6 +64,11 @@ class Call:
     # inputs torch's op only ever gets as packed copies (it misreads or
     # crashes on some views of them that AOTInductor never passes it)
     torch_packed: tuple[str, ...] = ()
+    # ops whose index output (output 1) is any position of the chosen value
+    # when it repeats (kthvalue, mode): the values the indices point at
+    # (inputs, indices -> values) must equal output 0, instead of the indices
+    # equalling torch's
+    gather: Callable[[dict, torch.Tensor], torch.Tensor] | None = None
 
 
 # ------------------------------------------------------------------ adapters
@@ -228,6 +234,70 @@ def _sort(s):
                                            stable=stable)))
 
 
+def _sort_unstable(s):
+    a = dict(zip(["dim", "descending"], s.args)) | s.kwargs
+    if a.get("stable") is not None:
+        return None  # sort.stable: the sort_stable entry
+    dim, descending = a.get("dim", -1), a.get("descending", False)
+    return Call("sort", {"self": s.input}, lambda t, o: [t["self"], dim, int(descending)],
+                lambda t: tuple(torch.sort(t["self"], dim=dim, descending=descending)))
+
+
+def _gather_along(dim, keepdim):
+    """(inputs, indices) -> self's elements at `indices` along dim."""
+    def gather(t, idx):
+        x = t["self"]
+        if x.dim() == 0:
+            return x.clone()
+        idx = idx if keepdim else idx.unsqueeze(dim)
+        got = x.gather(dim, idx)
+        return got if keepdim else got.squeeze(dim)
+    return gather
+
+
+def _kthvalue(s):
+    a = dict(zip(["k", "dim", "keepdim"], s.args)) | s.kwargs
+    k, dim, keepdim = a["k"], a.get("dim", -1), a.get("keepdim", False)
+    return Call("kthvalue", {"self": s.input},
+                lambda t, o: [t["self"], k, dim, int(keepdim)],
+                lambda t: tuple(torch.kthvalue(t["self"], k, dim, keepdim)),
+                gather=_gather_along(dim, keepdim))
+
+
+def _mode(s):
+    a = dict(zip(["dim", "keepdim"], s.args)) | s.kwargs
+    dim, keepdim = a.get("dim", -1), a.get("keepdim", False)
+    return Call("mode", {"self": s.input}, lambda t, o: [t["self"], dim, int(keepdim)],
+                lambda t: tuple(torch.mode(t["self"], dim, keepdim)),
+                # torch's index among repeats of the mode is the last one in
+                # small lines, not always in long ones
+                gather=_gather_along(dim, keepdim))
+
+
+def _median(name):
+    def adapt(s):
+        if s.args or s.kwargs:
+            return None  # median.dim: not in the shim (a proxy-executor op)
+        fn = getattr(torch, name)
+        return Call(name, {"self": s.input}, lambda t, o: [t["self"]], lambda t: (fn(t["self"]),))
+    return adapt
+
+
+def _cumulative_extremum(name):
+    def adapt(s):
+        dim = s.args[0] if s.args else s.kwargs["dim"]
+        fn = getattr(torch, name)
+        return Call(name, {"self": s.input}, lambda t, o: [t["self"], dim],
+                    lambda t: tuple(fn(t["self"], dim)))
+    return adapt
+
+
+def _logcumsumexp(s):
+    dim = s.args[0] if s.args else s.kwargs["dim"]
+    return Call("logcumsumexp", {"self": s.input}, lambda t, o: [t["self"], dim],
+                lambda t: (torch.logcumsumexp(t["self"], dim),))
+
+
 def _searchsorted(s):
     values = s.args[0] if s.args else s.kwargs.get("input")
     if not isinstance(values, torch.Tensor):
@@ -241,6 +311,119 @@ def _searchsorted(s):
                 lambda t: (torch.searchsorted(t["sorted_sequence"], t["self"],
                                               out_int32=out_int32, right=right, side=side,
                                               sorter=t["sorter"]),))
+
+
+def _searchsorted_scalar(s):
+    value = s.args[0] if s.args else s.kwargs.get("input")
+    if isinstance(value, torch.Tensor):
+        return None
+    kw = s.kwargs
+    out_int32, right, side = kw.get("out_int32", False), kw.get("right", False), kw.get("side")
+    return Call("searchsorted_Scalar", {"sorted_sequence": s.input, "sorter": kw.get("sorter")},
+                lambda t, o: [t["sorted_sequence"], float(value), int(out_int32), int(right), side,
+                              t["sorter"]],
+                lambda t: (torch.searchsorted(t["sorted_sequence"], value, out_int32=out_int32,
+                                              right=right, side=side, sorter=t["sorter"]),))
+
+
+def _searchsorted_scalar_samples(dtype):
+    """The scalar-value samples of torch's searchsorted OpInfo (a few of its
+    many), and integer sequences against fractional numbers."""
+    from torch.testing._internal.common_methods_invocations import op_db
+    op = next(o for o in op_db if o.name == "searchsorted")
+    scalar = [s for s in op.sample_inputs("cpu", dtype)
+              if not isinstance(s.args[0] if s.args else s.kwargs.get("input"), torch.Tensor)]
+    yield from scalar[::4]
+    seq = torch.tensor([0, 2, 2, 5, 9]).to(dtype)
+    for v in (-1.0, 2.0, 2.5, 4.999, 9.0, 300.0):
+        yield SampleInput(seq, args=(v,), kwargs={"right": True})
+        yield SampleInput(seq, args=(v,), kwargs={"out_int32": True})
+
+
+def _bucketize(s):
+    boundaries = s.args[0]
+    out_int32, right = s.kwargs.get("out_int32", False), s.kwargs.get("right", False)
+    return Call("bucketize_Tensor", {"self": s.input, "boundaries": boundaries},
+                lambda t, o: [t["self"], t["boundaries"], int(out_int32), int(right)],
+                lambda t: (torch.bucketize(t["self"], t["boundaries"], out_int32=out_int32,
+                                           right=right),))
+
+
+def _nonzero_static(s):
+    size, fill = s.kwargs["size"], s.kwargs.get("fill_value", -1)
+    return Call("nonzero_static", {"self": s.input}, lambda t, o: [t["self"], size, fill],
+                lambda t: (torch.nonzero_static(t["self"], size=size, fill_value=fill),))
+
+
+def _repeat_interleave(s):
+    return Call("repeat_interleave_Tensor", {"repeats": s.input},
+                lambda t, o: [t["repeats"], s.kwargs.get("output_size")],
+                lambda t: (torch.repeat_interleave(t["repeats"],
+                                                   output_size=s.kwargs.get("output_size")),))
+
+
+def _repeat_interleave_samples(dtype):
+    """Hand cases (torch's OpInfo repeats an input; this overload only takes
+    the repeats): zeros, one, long runs, an output_size."""
+    g = torch.Generator().manual_seed(7)
+    for r in ([2, 0, 3], [0, 0], [], [1], [5] * 40):
+        yield SampleInput(torch.tensor(r, dtype=dtype))
+    yield SampleInput(torch.randint(0, 4, (50,), generator=g, dtype=dtype))
+    yield SampleInput(torch.tensor([1, 2, 3], dtype=dtype), kwargs={"output_size": 6})
+
+
+def _index(s):
+    (indices,) = s.args
+    names = [None if t is None else f"index{k}" for k, t in enumerate(indices)]
+    inputs = {"self": s.input} | {n: t for n, t in zip(names, indices) if n is not None}
+    return Call("index_Tensor", inputs,
+                lambda t, o: [t["self"], [None if n is None else t[n] for n in names]],
+                lambda t: (torch.ops.aten.index.Tensor(
+                    t["self"], [None if n is None else t[n] for n in names]),))
+
+
+def _index_samples(dtype):
+    """Hand cases (torch's OpInfo indexes with Python objects): masks over
+    all or some dims, integer indices (int64 and int32, negative) in one
+    dim, in adjacent dims, in dims apart (their dims go first), broadcast
+    together, a mask with an integer index, an empty selection."""
+    g = torch.Generator().manual_seed(11)
+    x = make_tensor((4, 5, 6), dtype=dtype, device="cpu")
+    x4 = make_tensor((2, 3, 4, 5), dtype=dtype, device="cpu")
+    mask = torch.rand(4, 5, generator=g) > 0.5
+    i = torch.tensor([3, 0, -1, 2])
+    yield SampleInput(x, args=([x != x.flatten()[0]],))
+    yield SampleInput(x, args=([mask],))
+    yield SampleInput(x, args=([None, torch.rand(5, 6, generator=g) > 0.3],))
+    yield SampleInput(x, args=([None, None, torch.rand(6, generator=g) > 0.5],))
+    yield SampleInput(x, args=([i],))
+    yield SampleInput(x, args=([None, i.to(torch.int32)],))
+    yield SampleInput(x, args=([i, torch.tensor([[1], [4]])],))
+    yield SampleInput(x, args=([i[:3], None, torch.tensor([5, 0, 1])],))
+    yield SampleInput(x4, args=([None, torch.tensor([2, 0]), None, torch.tensor([[4], [1]])],))
+    yield SampleInput(x4, args=([None, torch.tensor([1, 2]), torch.tensor([3, 0])],))
+    yield SampleInput(x4, args=([torch.tensor([1, 0]), None, torch.rand(4, 5, generator=g) > 0.5],))
+    yield SampleInput(x, args=([torch.zeros(4, dtype=torch.bool)],))
+
+
+def _masked_scatter(s):
+    mask, source = s.args
+    return Call("masked_scatter", {"self": s.input, "mask": mask, "source": source},
+                lambda t, o: [t["self"], t["mask"], t["source"]],
+                lambda t: (torch.masked_scatter(t["self"], t["mask"], t["source"]),))
+
+
+def _adaptive_pool3d(max_pool):
+    def adapt(s):
+        size = s.args[0] if s.args else s.kwargs["output_size"]
+        size = _listify(size, 3)if not isinstance(size, (tuple, list)) else list(size)
+        size = [s.input.shape[-3 + i] if v is None else int(v) for i, v in enumerate(size)]
+        if max_pool:
+            return Call("adaptive_max_pool3d", {"self": s.input}, lambda t, o: [t["self"], size],
+                        lambda t: tuple(torch.ops.aten.adaptive_max_pool3d(t["self"], size)))
+        return Call("_adaptive_avg_pool3d", {"self": s.input}, lambda t, o: [t["self"], size],
+                    lambda t: (torch.ops.aten._adaptive_avg_pool3d(t["self"], size),))
+    return adapt
 
 
 def _nonzero(s):
@@ -380,8 +563,25 @@ ADAPTERS = [
     Adapter("cumprod", "", _cumulative("cumprod"), _NUMERIC),
     Adapter("topk", "", _topk, _NUMERIC),
     Adapter("sort", "", _sort, _NUMERIC | {torch.bool}),
+    Adapter("sort", "", _sort_unstable, _NUMERIC | {torch.bool}, label="sort.unstable"),
+    Adapter("kthvalue", "", _kthvalue, _NUMERIC),
+    Adapter("mode", "", _mode, _NUMERIC | {torch.bool}),
+    *[Adapter(name, "", _median(name), _NUMERIC) for name in ("median", "nanmedian")],
+    *[Adapter(name, "", _cumulative_extremum(name), _NUMERIC | {torch.bool})
+      for name in ("cummax", "cummin")],
+    Adapter("logcumsumexp", "", _logcumsumexp, frozenset(FLOATS)),
     Adapter("searchsorted", "", _searchsorted, _NUMERIC),
     Adapter("nonzero", "", _nonzero, _NUMERIC | {torch.bool}),
+    Adapter("nonzero_static", "", _nonzero_static, _NUMERIC | {torch.bool}),
+    Adapter("index_Tensor", "", _index, _NUMERIC | {torch.bool}, samples=_index_samples,
+            torch_dtypes=_NUMERIC | {torch.bool}),
+    Adapter("masked_scatter", "", _masked_scatter, _NUMERIC | {torch.bool}),
+    Adapter("searchsorted_Scalar", "", _searchsorted_scalar, _NUMERIC,
+            samples=_searchsorted_scalar_samples, torch_dtypes=_NUMERIC),
+    Adapter("bucketize", "", _bucketize, _NUMERIC),
+    Adapter("repeat_interleave_Tensor", "", _repeat_interleave,
+            frozenset({torch.int32, torch.int64}), samples=_repeat_interleave_samples,
+            torch_dtypes=frozenset({torch.int32, torch.int64})),
     Adapter("masked_select", "", _masked_select, _NUMERIC | {torch.bool}),
     *[Adapter("scatter_reduce", r, _scatter_reduce, _NUMERIC)
       for r in ("sum", "prod", "mean", "amax", "amin")],
@@ -392,6 +592,9 @@ ADAPTERS = [
     Adapter("histc", "", _histc, frozenset(FLOATS)),
     *[Adapter(f"fft.{name}", "", _fft(f"fft.{name}"), _FFT_DTYPES)
       for name in ("fft", "fftn", "ifft", "rfft", "rfftn", "irfft", "irfftn", "hfft")],
+
+    Adapter("nn.functional.adaptive_avg_pool3d", "", _adaptive_pool3d(False), frozenset(FLOATS)),
+    Adapter("nn.functional.adaptive_max_pool3d", "", _adaptive_pool3d(True), frozenset(FLOATS)),
     Adapter("_int_mm", "", _int_mm, frozenset({torch.int8}), samples=_int_mm_samples,
             torch_dtypes=frozenset({torch.int8})),
     *[Adapter("nn.functional.embedding_bag", "", _embedding_bag(name), frozenset(FLOATS),
@@ -501,6 +704,27 @@ def _compare(i, got: shim.Tensor, want: torch.Tensor, value: torch.Tensor, check
     return problems
 
 
+def _compare_gathered(got: shim.Tensor, want: torch.Tensor, values: torch.Tensor,
+                      gather: Callable, inputs: dict) -> list[str]:
+    """An index output where torch may pick any of equal elements: dtype,
+    sizes and strides as torch's, and the elements it points at are torch's
+    values."""
+    if got.dtype != SHIM_DTYPES.get(want.dtype) or got.sizes != list(want.shape):
+        return [f"output 1: {got.dtype} {got.sizes}, torch {want.dtype} {list(want.shape)}"]
+    if want.numel() > 1 and got.strides != list(want.stride()):
+        return [f"output 1: strides {got.strides}, torch {list(want.stride())}"]
+    try:
+        pointed = gather(inputs, from_device(got))
+    except (RuntimeError, IndexError) as e:  # an index out of range
+        return [f"output 1: indices unusable: {e}"]
+    try:
+        torch.testing.assert_close(pointed, values, equal_nan=True, rtol=0, atol=0,
+                                   check_stride=False)
+    except AssertionError as e:
+        return [f"output 1: indices point at other values: {str(e).splitlines()[2:4]}"]
+    return []
+
+
 def _upcast(inputs: dict) -> dict:
     return {n: t.double() if t is not None and t.dtype in (torch.float16, torch.bfloat16) else t
             for n, t in inputs.items()}
@@ -545,6 +769,9 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
         exact_from = packed if call.packed_reference else inputs
         problems = []
         for i in range(len(want)):
+            if i == 1 and call.gather is not None:
+                problems += _compare_gathered(got[1], want[1], want[0], call.gather, inputs)
+                continue
             problems += _compare(i, got[i], want[i], value[i], not call.out,
                                  lambda: call.reference(_upcast(exact_from)))
         return problems

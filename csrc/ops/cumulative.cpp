@@ -1,4 +1,4 @@
-// cumsum / cumprod: torch's result dtype (integers and bool promote to int64
+// cumsum / cumprod / logcumsumexp: torch's result dtype (integers and bool promote to int64
 // unless a dtype is given), dimension wrapping and 0-d handling, then the
 // device's cumulative kernel.
 #include "ops/cumulative.h"
@@ -23,6 +23,8 @@ void cumulative(const ops::OpCall& call, AtenTensorHandle self_h, int64_t dim,
     result = DType::Int64;
   }
   AOTISHIM_CHECK(result != DType::Bool, call.op, ": dtype bool is not supported for the result");
+  AOTISHIM_CHECK(kind != CumulativeKind::LogSumExp || is_floating(self.dtype), call.op,
+                 ": ", dtype_name(self.dtype), " is not supported (the real floating types are)");
   for (DType t : {self.dtype, result})
     AOTISHIM_CHECK(!is_complex(t) && t != DType::UInt16 && t != DType::UInt32 &&
                        t != DType::UInt64,
@@ -63,6 +65,10 @@ void cumsum(const OpCall& call, AtenTensorHandle self, int64_t dim, int32_t* dty
 void cumprod(const OpCall& call, AtenTensorHandle self, int64_t dim, int32_t* dtype,
              AtenTensorHandle* ret0) {
   aotishim::cumulative(call, self, dim, dtype, ret0, CumulativeKind::Product);
+}
+
+void logcumsumexp(const OpCall& call, AtenTensorHandle self, int64_t dim, AtenTensorHandle* ret0) {
+  aotishim::cumulative(call, self, dim, nullptr, ret0, CumulativeKind::LogSumExp);
 }
 
 }  // namespace ops

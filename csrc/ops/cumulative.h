@@ -1,4 +1,5 @@
-// Cumulative sum and product along one dimension (cumsum, cumprod).
+// Cumulative sum, product and log-sum-exp along one dimension (cumsum,
+// cumprod, logcumsumexp).
 #pragma once
 
 #include <cstdint>
@@ -9,10 +10,11 @@
 
 namespace aotishim {
 
-enum class CumulativeKind { Sum, Product };
+enum class CumulativeKind { Sum, Product, LogSumExp };
 
 // out[..., i, ...] = self[..., 0, ...] (+ or *) ... self[..., i, ...] along
-// `dim`. out is fresh and contiguous, of the result dtype; self is any view of
+// `dim` (LogSumExp: log(exp(self[..., 0, ...]) + ... + exp(self[..., i, ...])),
+// floating dtypes only). out is fresh and contiguous, of the result dtype; self is any view of
 // any dtype, each element converted to out's dtype before it is accumulated
 // (torch converts the input first). Accumulation is in torch's CPU
 // accumulation type of out's dtype: double for float32/float64, float for

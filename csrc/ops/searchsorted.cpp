@@ -1,7 +1,8 @@
 // searchsorted validation with torch's rules and messages: side and right
 // must agree, the sequence is 1-D or matches self's leading dims, a sorter is
 // int64 of the sequence's sizes; mixed dtypes are compared in their promoted
-// dtype (converted through the device's copy).
+// dtype (converted through the device's copy). searchsorted_Scalar and
+// bucketize_Tensor are the same search.
 #include "ops/searchsorted.h"
 
 #include <cstring>
@@ -53,14 +54,15 @@ namespace ops {
 
 Op<void(const SearchsortedArgs&)> searchsorted_kernel("searchsorted");
 
-void searchsorted_Tensor(const OpCall& call, AtenTensorHandle sorted_sequence_h,
-                         AtenTensorHandle self_h, int32_t out_int32, int32_t right,
-                         const char** side, AtenTensorHandle* sorter_h, AtenTensorHandle* ret0) {
+namespace {
+
+// The search itself; `scalar`: self is a number the caller passed (a 0-d
+// float64 here), promoted as torch promotes a wrapped number.
+void search(const OpCall& call, const Tensor& seq, const Tensor& self, bool scalar,
+            int32_t out_int32, int32_t right, const char** side, AtenTensorHandle* sorter_h,
+            AtenTensorHandle* ret0) {
   require_out(ret0, "ret0");
-  auto seq_p = call.tensor(sorted_sequence_h, "sorted_sequence");
-  auto self_p = call.tensor(self_h, "self");
   auto sorter_p = sorter_h == nullptr ? nullptr : call.optional_tensor(*sorter_h, "sorter");
-  const Tensor &seq = *seq_p, &self = *self_p;
   AOTISHIM_CHECK(&seq.device() == &self.device(), "searchsorted: sorted_sequence is on ",
                  seq.device().name(), " but self is on ", self.device().name());
 
@@ -114,13 +116,48 @@ void searchsorted_Tensor(const OpCall& call, AtenTensorHandle sorted_sequence_h,
   for (const Tensor* t : {&seq, &self})
     AOTISHIM_CHECK(rank_of(t->dtype) >= 0, "torch.searchsorted(): ", dtype_name(t->dtype),
                    " is not supported (bool, int8..int64, uint8 and the real floating types are)");
-  const DType common = promote(seq.dtype, self.dtype);
+  // A number meets a floating sequence in its dtype, any other in float32
+  // (torch's default dtype).
+  const DType common = scalar ? (is_floating(seq.dtype) ? seq.dtype : DType::Float32)
+                              : promote(seq.dtype, self.dtype);
   args.sequence = as_dtype(seq, common);
   args.self = as_dtype(self, common);
   args.right = use_right;
   args.out = make_empty(self.device(), out_int32 ? DType::Int32 : DType::Int64, self.sizes);
   if (args.out.numel() > 0) searchsorted_kernel.run(self.device(), args);
   *ret0 = register_tensor(args.out);
+}
+
+}  // namespace
+
+void searchsorted_Tensor(const OpCall& call, AtenTensorHandle sorted_sequence_h,
+                         AtenTensorHandle self_h, int32_t out_int32, int32_t right,
+                         const char** side, AtenTensorHandle* sorter, AtenTensorHandle* ret0) {
+  auto seq_p = call.tensor(sorted_sequence_h, "sorted_sequence");
+  auto self_p = call.tensor(self_h, "self");
+  search(call, *seq_p, *self_p, false, out_int32, right, side, sorter, ret0);
+}
+
+void searchsorted_Scalar(const OpCall& call, AtenTensorHandle sorted_sequence_h, double self,
+                         int32_t out_int32, int32_t right, const char** side,
+                         AtenTensorHandle* sorter, AtenTensorHandle* ret0) {
+  auto seq_p = call.tensor(sorted_sequence_h, "sorted_sequence");
+  Tensor value = make_empty(get_device(DeviceType::CPU), DType::Float64, {});
+  *reinterpret_cast<double*>(value.data()) = self;
+  Tensor here = make_empty(seq_p->device(), DType::Float64, {});
+  copy_tensor(here, value);
+  search(call, *seq_p, here, true, out_int32, right, side, sorter, ret0);
+}
+
+// bucketize(self, boundaries) is searchsorted(boundaries, self) over a 1-D
+// boundaries tensor.
+void bucketize_Tensor(const OpCall& call, AtenTensorHandle self_h, AtenTensorHandle boundaries_h,
+                      int32_t out_int32, int32_t right, AtenTensorHandle* ret0) {
+  auto self_p = call.tensor(self_h, "self");
+  auto boundaries_p = call.tensor(boundaries_h, "boundaries");
+  AOTISHIM_CHECK(boundaries_p->dim() == 1, "boundaries tensor must be 1 dimension, but got dim(",
+                 boundaries_p->dim(), ")");
+  search(call, *boundaries_p, *self_p, false, out_int32, right, nullptr, nullptr, ret0);
 }
 
 }  // namespace ops

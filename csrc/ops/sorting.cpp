@@ -43,8 +43,10 @@ void topk(const OpCall& call, AtenTensorHandle self_h, int64_t k, int64_t dim, i
   *ret1 = register_tensor(args.indices);
 }
 
-void sort_stable(const OpCall& call, AtenTensorHandle self_h, int32_t* stable, int64_t dim,
-                 int32_t descending, AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
+namespace {
+
+void sort_lines(const OpCall& call, AtenTensorHandle self_h, bool stable, int64_t dim,
+                int32_t descending, AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
   require_out(ret0, "ret0");
   require_out(ret1, "ret1");
   auto self_p = call.tensor(self_h, "self");
@@ -53,7 +55,7 @@ void sort_stable(const OpCall& call, AtenTensorHandle self_h, int32_t* stable, i
   args.self = self;
   args.dim = wrap_dim(dim, self.dim(), "sort");
   args.descending = descending != 0;
-  args.stable = stable != nullptr && *stable != 0;
+  args.stable = stable;
   Device& device = self.device();
   // torch: a dense self's strides exactly (size-1 dims included), else dense
   // strides in self's dimension order; values and indices alike.
@@ -65,6 +67,19 @@ void sort_stable(const OpCall& call, AtenTensorHandle self_h, int32_t* stable, i
   if (self.numel() > 0) sort_kernel.run(device, args);
   *ret0 = register_tensor(args.values);
   *ret1 = register_tensor(args.indices);
+}
+
+}  // namespace
+
+void sort_stable(const OpCall& call, AtenTensorHandle self, int32_t* stable, int64_t dim,
+                 int32_t descending, AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
+  sort_lines(call, self, stable != nullptr && *stable != 0, dim, descending, ret0, ret1);
+}
+
+// torch.sort without `stable`: the unstable order (ties as torch's CPU gives them).
+void sort(const OpCall& call, AtenTensorHandle self, int64_t dim, int32_t descending,
+          AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
+  sort_lines(call, self, false, dim, descending, ret0, ret1);
 }
 
 }  // namespace ops

@@ -14,7 +14,8 @@ follow torch's generated shims:
 - ``const int64_t* x, int64_t x_len_``: a list of ints (the length is implied);
 - ``double* x`` / ``int64_t* x``: an optional scalar, ``None`` for absent;
 - ``const char* x`` / ``const char** x``: a string / an optional string;
-- ``AtenGeneratorHandle* generator``: ``None`` (the process-wide generator).
+- ``AtenGeneratorHandle* generator``: ``None`` (the process-wide generator);
+- ``const AtenTensorHandle** x, int64_t x_len_``: a list of optional tensors.
 """
 
 from __future__ import annotations
@@ -133,6 +134,14 @@ class FallbackOp:
             array = (ctypes.c_int64 * len(value))(*[int(v) for v in value])
             keep.append(array)
             return array
+        if p.ctype == "const AtenTensorHandle**":  # a list of optional tensors
+            if value is None:
+                return None
+            slots = [None if v is None else ctypes.c_void_p(_handle(v)) for v in value]
+            pointers = (ctypes.c_void_p * len(slots))(
+                *[None if s is None else ctypes.addressof(s) for s in slots])
+            keep.extend([slots, pointers])
+            return pointers
         if p.ctype == "const char*":
             return None if value is None else str(value).encode()
         if p.ctype == "const char**":  # an optional string

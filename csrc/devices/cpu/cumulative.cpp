@@ -4,7 +4,10 @@
 // accumulated in the result's CPU accumulation type, and every partial
 // result rounded back: the same sequence of roundings as torch's CPU kernel.
 #include <cstdint>
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/error.h"
@@ -66,6 +69,16 @@ void store_int(char* p, DType t, int64_t v) {
   }
 }
 
+// log(exp(acc) + exp(v)) without overflow: NaN propagates, and two equal
+// infinities (where the difference would be NaN) stay that infinity.
+template <typename T>
+T log_add_exp(T acc, T v) {
+  if (std::isnan(acc) || std::isnan(v)) return std::numeric_limits<T>::quiet_NaN();
+  const T hi = std::max(acc, v), lo = std::min(acc, v);
+  if (std::isinf(hi) && hi == lo) return hi;
+  return hi + std::log1p(std::exp(lo - hi));
+}
+
 // Wrapping integer arithmetic (torch's int64 overflow wraps; signed overflow
 // is undefined in C++).
 int64_t wrap_add(int64_t a, int64_t b) {
@@ -105,6 +118,7 @@ void cpu_cumulative(const CumulativeArgs& args) {
   // bfloat16/float16 accumulate in float (torch's acc_type on the CPU).
   const bool float_acc = out_t == DType::BFloat16 || out_t == DType::Float16;
   const bool sum = args.kind == CumulativeKind::Sum;
+  const bool lse = args.kind == CumulativeKind::LogSumExp;
   const char* in_base = self.data();
   char* out_base = out.data();
 
@@ -130,15 +144,17 @@ void cpu_cumulative(const CumulativeArgs& args) {
       const char* src = in_base + in_off * static_cast<int64_t>(in_size);
       char* dst = out_base + out_off * static_cast<int64_t>(out_size);
       if (is_float) {
-        double acc = sum ? 0.0 : 1.0;
-        float facc = sum ? 0.0f : 1.0f;
+        const double start = lse ? -std::numeric_limits<double>::infinity() : sum ? 0.0 : 1.0;
+        double acc = start;
+        float facc = static_cast<float>(start);
         for (int64_t k = 0; k < len; ++k) {
           const double v = as_result_float(load_double(src + k * in_step * static_cast<int64_t>(in_size), in_t), out_t);
           if (float_acc) {
-            facc = sum ? facc + static_cast<float>(v) : facc * static_cast<float>(v);
+            const float f = static_cast<float>(v);
+            facc = lse ? log_add_exp(facc, f) : sum ? facc + f : facc * f;
             store_float(dst + k * out_step * static_cast<int64_t>(out_size), out_t, facc);
           } else {
-            acc = sum ? acc + v : acc * v;
+            acc = lse ? log_add_exp(acc, v) : sum ? acc + v : acc * v;
             store_float(dst + k * out_step * static_cast<int64_t>(out_size), out_t, acc);
           }
         }

@@ -1,0 +1,29 @@
+// _adaptive_avg_pool3d and adaptive_max_pool3d (ops/adaptive_pool.cpp);
+// devices register the kernel.
+#pragma once
+
+#include <array>
+
+#include "aotishim/export.h"
+#include "core/tensor.h"
+#include "ops/op.h"
+
+namespace aotishim {
+
+// For every plane (the leading dims of self: (N, C) or (C)) and output cell
+// (od, oh, ow), the window of input cells [floor(o * in / out),
+// ceil((o + 1) * in / out)) in each spatial dim: out = its mean (average) or
+// its maximum with indices = the maximum's position in the plane
+// (d * H * W + h * W + w; the first of equal maxima, a NaN wins, the last
+// NaN). All three are 5-D (N, C, D, H, W) here (a 4-D self gains N = 1);
+// out / indices are fresh and contiguous, self any strides.
+struct AdaptivePoolArgs {
+  Tensor self, out, indices;  // indices: int64, max only
+  bool max = false;
+};
+
+namespace ops {
+AOTISHIM_API extern Op<void(const AdaptivePoolArgs&)> adaptive_pool_kernel;
+}  // namespace ops
+
+}  // namespace aotishim
