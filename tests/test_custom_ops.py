@@ -4,8 +4,11 @@ of the implementation, results of the wrong dtype or shape."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +20,7 @@ from aotishim import export  # noqa: E402
 
 import custom_op_models  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 SCALE_SHIFT = "aotishim_test::scale_shift"
 SPLIT_STATS = "aotishim_test::split_stats"
 
@@ -196,3 +200,36 @@ def test_registration_api():
     assert "a::b.out" in aotishim.registered_custom_ops()
     assert aotishim.unregister_custom_op("a::b.out")
     assert not aotishim.unregister_custom_op("a::b.out")
+
+
+CXX = shutil.which("c++") or shutil.which("g++")
+
+
+@pytest.mark.skipif(CXX is None, reason="needs a C++ compiler")
+def test_cpp_custom_ops_match_eager(net_so, tmp_path):
+    """Implementations registered through the C++ API (tests/native/custom_op.cpp)."""
+    lib_dir = Path(aotishim.__file__).resolve().parent
+    libs = sorted(lib_dir.glob("libaotishim.*"))
+    if not libs:
+        pytest.skip("libaotishim is not beside the package")
+    exe = tmp_path / "custom_op"
+    subprocess.run([CXX, "-std=c++17", "-O1", "-o", str(exe),
+                    str(ROOT / "tests/native/custom_op.cpp"), f"-I{ROOT / 'csrc/include'}",
+                    str(libs[0]), f"-Wl,-rpath,{lib_dir}"], check=True)
+    x, y = inputs(5)
+    x.numpy().tofile(tmp_path / "x.bin")
+    y.numpy().tofile(tmp_path / "y.bin")
+    r = subprocess.run([str(exe), str(net_so), str(tmp_path / "x.bin"), str(tmp_path / "y.bin")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    line = lambda prefix: next(l for l in lines if l.startswith(prefix))
+    assert SCALE_SHIFT in line("unregistered: ") and "register_custom_op" in line("unregistered: ")
+    expected = eager(x, y)
+    for k, want in enumerate(expected):
+        fields = line(f"output{k} ").split()
+        assert fields[1] == str(want.dtype)
+        np.testing.assert_allclose(np.array(fields[2:], dtype=want.dtype), want.ravel(),
+                                   rtol=1e-5, atol=1e-5)
+    assert f"{SPLIT_STATS} (node 1) failed: refusing to split" in line("throwing: ")
+    assert lines.count("leaks 0") == 2 and "live 0" in lines
