@@ -1,4 +1,5 @@
-// The two shims generated code uses for ops without a C shim of their own:
+// The two shims generated code uses for ops without a C shim of their own
+// (part of the runner: the executor is what the runner hands the model):
 // an output placeholder, and the call through the proxy executor the runner
 // gave the model (runner/proxy_executor.h).
 #include "core/device.h"
