@@ -405,6 +405,20 @@ def compile_exported(ep: "torch.export.ExportedProgram", out_dir: str | Path, *,
     return out / f"{name}.so"
 
 
+def _lacks_extern_nodes(so: Path) -> bool:
+    """Whether a cached model calls ops through the proxy executor but was
+    compiled before its nodes file was kept beside it (it cannot load)."""
+    from . import _core
+
+    if so.with_suffix(".json").exists():
+        return False
+    try:
+        needed = _core.inspect_library(str(so))["needed_shims"]
+    except Exception:  # noqa: BLE001 (unreadable: let the load say why)
+        return False
+    return "aoti_torch_proxy_executor_call_function" in needed
+
+
 def _dynamic_shapes_key(value: Any) -> str:
     """A stable text for a ``dynamic_shapes`` argument: a derived dimension's
     repr ("2*batch") omits its root's range, so the root is spelled out."""
@@ -509,7 +523,7 @@ def compile_cached(module: torch.nn.Module, example_args: Sequence[Any],
     key = _fingerprint(module, args, name, device, dynamic_shapes)
     cache = Path(cache_dir)
     so = cache / f"{name}-{key}.so"
-    if so.exists():
+    if so.exists() and not _lacks_extern_nodes(so):
         return so
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
     return compile(module, args, cache, name=f"{name}-{key}", device=device,
