@@ -89,8 +89,8 @@ struct OpCall {
   std::vector<OpOutput> outputs;
 };
 
-// Returns one new tensor handle per entry of call.outputs, in order (a null
-// handle where an optional result is None). aotishim owns them from then on:
+// Returns one new tensor handle per entry of call.outputs, in order (a None
+// return takes no entry). aotishim owns them from then on:
 // each is checked against call.outputs (dtype, known sizes, device), copied
 // into the layout the model reads where it differs (or where it shares
 // memory with an argument), and deleted. Throwing fails the model's run with
