@@ -101,8 +101,7 @@ AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret) {
 
 AOTITorchError aoti_torch_is_defined(AtenTensorHandle tensor, bool* ret) {
   return guard(__func__, [&] {
-    lookup(tensor);
-    *require_out(ret, "ret_is_defined") = true;
+    *require_out(ret, "ret_is_defined") = lookup(tensor)->defined;
   });
 }
 

@@ -80,6 +80,18 @@ std::shared_ptr<Tensor> lookup(AtenTensorHandle handle, const char* what) {
   return it->second;
 }
 
+void assign(AtenTensorHandle handle, Tensor value) {
+  Registry& r = registry();
+  auto replacement = std::make_shared<Tensor>(std::move(value));
+  std::shared_ptr<Tensor> old;  // destroyed outside the lock (may free memory)
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.live.find(id_of(handle));
+  if (handle == nullptr || it == r.live.end()) bad_handle(r, handle, "tensor");
+  replacement->scope = it->second->scope;
+  old = std::move(it->second);
+  it->second = std::move(replacement);
+}
+
 bool is_live(AtenTensorHandle handle) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);

@@ -23,6 +23,10 @@ AtenTensorHandle register_tensor(Tensor tensor);
 // Exported for the backend plugins' shims (aoti_torch_cuda_*).
 AOTISHIM_API std::shared_ptr<Tensor> lookup(AtenTensorHandle handle, const char* what = "tensor");
 bool is_live(AtenTensorHandle handle);
+// Makes a live handle refer to `value` (its scope stays the handle's):
+// torch's `*tensor = result`, which the proxy executor does to the output
+// placeholders the generated code made.
+void assign(AtenTensorHandle handle, Tensor value);
 // Deletes a handle (the storage lives on while other tensors use it).
 void release(AtenTensorHandle handle);
 // Releases every handle of a scope; returns a description of each.

@@ -24,6 +24,9 @@ struct Tensor {
   std::vector<int64_t> strides;  // in elements
   DType dtype = DType::Float32;
   uint64_t scope = 0;  // set by the handle registry
+  // False for aoti_torch_new_uninitialized_tensor's placeholder (an empty
+  // cpu tensor until the proxy executor assigns an op's result to it).
+  bool defined = true;
 
   Device& device() const { return storage->device(); }
   size_t itemsize() const { return element_size(dtype); }

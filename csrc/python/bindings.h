@@ -12,6 +12,7 @@ void bind_random(pybind11::module_& m);  // the random generator's seed
 void bind_model(pybind11::module_& m);   // the AOTInductor model runner
 void bind_sim(pybind11::module_& m);     // sim device controls
 void bind_dlpack(pybind11::module_& m);  // DLPack exchange with other libraries
+void bind_custom_ops(pybind11::module_& m);  // custom ops written in Python
 void bind_host_metal(pybind11::module_& m);  // host Metal shaders (AOTISHIM_METAL_HOST builds)
 
 }  // namespace aotishim::python

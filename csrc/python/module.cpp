@@ -11,6 +11,7 @@ PYBIND11_MODULE(_core, m) {
   aotishim::python::bind_sim(m);
   aotishim::python::bind_model(m);
   aotishim::python::bind_dlpack(m);
+  aotishim::python::bind_custom_ops(m);
 #ifdef AOTISHIM_METAL_HOST
   aotishim::python::bind_host_metal(m);
 #endif

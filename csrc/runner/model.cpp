@@ -21,6 +21,7 @@
 #include "runner/cpu_team.h"
 #include "runner/graph_runs.h"
 #include "runner/handle_cleanup.h"
+#include "runner/proxy_executor.h"
 #include "runner/shared_library.h"
 #include "runner/mapped_file.h"
 
@@ -43,6 +44,9 @@ struct Model::Impl {
   runner::ContainerApi api;
   ContainerHandle container = nullptr;
   runner::MappedFile weights;  // the model keeps a pointer into it
+  // Ops the compiled code calls through the proxy executor (null when the
+  // package lists none); it outlives the container.
+  std::unique_ptr<runner::ProxyExecutor> proxy;
   uint64_t scope = 0;
   bool has_scope = false;
   uint64_t blob_size = 0;
@@ -101,6 +105,28 @@ namespace {
 void enable_model_input_checks() {
   static std::once_flag once;
   std::call_once(once, [] { setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0); });
+}
+
+// The proxy executor for the package's extern-kernel nodes (torch's
+// convention: <model>.json beside <model>.so), or null when there is no such
+// file and the model calls no op through it.
+std::unique_ptr<runner::ProxyExecutor> open_proxy_executor(const std::string& so_path,
+                                                           const runner::ShimCheck& symbols,
+                                                           Device& target) {
+  const std::string nodes_path = runner::extern_nodes_path(so_path);
+  std::error_code ec;
+  const bool present = fs::is_regular_file(nodes_path, ec);
+  const bool calls_proxy =
+      std::find(symbols.needed.begin(), symbols.needed.end(),
+                "aoti_torch_proxy_executor_call_function") != symbols.needed.end();
+  if (!present) {
+    if (!calls_proxy) return nullptr;
+    throw Error("model '" + so_path + "' calls ops through the proxy executor, but its " +
+                "extern-kernel nodes file '" + nodes_path + "' does not exist (it comes with " +
+                "the model: the .json beside the .so in its .pt2)");
+  }
+  return std::make_unique<runner::ProxyExecutor>(runner::read_extern_nodes(nodes_path), target,
+                                                 so_path);
 }
 
 bool is_cpu(const std::string& device) { return device.substr(0, device.find(':')) == "cpu"; }
@@ -353,6 +379,7 @@ std::vector<std::string> Model::Impl::teardown() {
     has_scope = false;
   }
   weights = runner::MappedFile();
+  proxy.reset();
   library = runner::SharedLibrary();  // the library itself stays loaded, for the next load
   return found;
 }
@@ -386,7 +413,7 @@ std::vector<AtenTensorHandle> Model::Impl::call_container(std::vector<AtenTensor
     ShimTimer timer("model run (the container's whole run)");
     const auto run = cuda_graphs ? api.run_single_threaded : api.run;
     err = run(container, inputs.data(), inputs.size(), outputs.data(), outputs.size(),
-              run_stream(*target), nullptr);
+              run_stream(*target), proxy ? proxy->handle() : nullptr);
   }
   // A check that failed inside a parallel kernel could not stop the run; its
   // outputs are not to be trusted.
@@ -437,19 +464,24 @@ std::unique_ptr<Model> Model::load(const std::string& requested_path,
   parse_device_abi(device);  // "invalid device 'cpu:1' ..." before anything is loaded
   const std::string so_path = canonical_file(requested_path, "model file");
   require_not_forked(so_path, device);
-  runner::require_loadable(so_path, runner::check_model_symbols(so_path));
+  const runner::ShimCheck symbols = runner::check_model_symbols(so_path);
+  runner::require_loadable(so_path, symbols);
   enable_model_input_checks();
 
   DeviceType type = DeviceType::CPU;
   int32_t index = 0;
   parse_device(device, type, index);
   Device& target = get_device(type, index);  // a clear error for one not present
+  // Bound before anything is created: an op without an implementation
+  // refuses the model here, by name.
+  std::unique_ptr<runner::ProxyExecutor> proxy = open_proxy_executor(so_path, symbols, target);
 
   std::unique_ptr<Model> model(new Model());
   Impl& m = *model->impl_;
   m.path = so_path;
   m.device = device;
   m.target = &target;
+  m.proxy = std::move(proxy);
   m.library = runner::SharedLibrary::open(so_path);
   m.api = runner::ContainerApi::resolve(m.library);
   m.api.runtime_error = [&target] { return target.take_runtime_error(); };

@@ -17,6 +17,7 @@ with _loading():  # OpenBLAS without threads, OpenMP waiting passively (see _nat
 from . import shim
 from .shim import ShimError
 from .model import DeviceTensor, LeakWarning, Model, ModelError, ModelInputError, load
+from .custom_ops import register_custom_op, registered_custom_ops, unregister_custom_op
 
 __version__ = "0.1.0"
 

@@ -250,6 +250,69 @@ def _spec(ep: "torch.export.ExportedProgram") -> dict:
     return spec
 
 
+def _layout_entry(buffer: Any) -> dict:
+    layout = buffer.get_layout()
+
+    def dim(d: Any) -> int | str:
+        try:
+            return int(d)
+        except TypeError:
+            return str(d)
+
+    return {"dtype": _dtype_name(layout.dtype), "sizes": [dim(d) for d in layout.size],
+            "strides": [dim(d) for d in layout.stride]}
+
+
+def _output_names(node: Any) -> list[str] | None:
+    """The buffer names of a serialized extern node's tensor outputs, in the
+    order the runtime counts them; None for an output kind it cannot name."""
+    names: list[str] = []
+    for out in node.outputs:
+        if out.type == "as_tensor":
+            names.append(out.value.name)
+        elif out.type == "as_tensors":
+            names.extend(t.name for t in out.value)
+        elif out.type == "as_optional_tensor":
+            if out.value.type == "as_tensor":
+                names.append(out.value.value.name)
+        elif out.type != "as_none":
+            return None
+    return names
+
+
+@contextlib.contextmanager
+def _extern_output_layouts():
+    """Records, in each extern-kernel node the package carries (the ops the
+    model calls through the proxy executor, such as custom ops), the dtype,
+    sizes and strides of the outputs the compiled code reads, as node
+    metadata "aotishim.outputs". torch's own file names the outputs only;
+    the runtime checks an implementation's results against these and places
+    them in these strides. Nodes whose layouts cannot be read are left as
+    torch wrote them (the runtime then checks less)."""
+    import torch._inductor.extern_node_serializer as serializer
+    from torch._inductor.virtualized import V
+
+    original = serializer.extern_node_json_serializer
+
+    def recording(nodes: list) -> str:
+        for extern in nodes:
+            try:
+                names = _output_names(extern.node)
+                if names is None:
+                    continue
+                layouts = [_layout_entry(V.graph.get_buffer(n)) for n in names]
+            except Exception:  # noqa: BLE001 (an Inductor internal changed: record nothing)
+                continue
+            extern.node.metadata["aotishim.outputs"] = json.dumps(layouts)
+        return original(nodes)
+
+    serializer.extern_node_json_serializer = recording
+    try:
+        yield
+    finally:
+        serializer.extern_node_json_serializer = original
+
+
 def compile(module: torch.nn.Module, example_args: Sequence[Any], out_dir: str | Path, *,
             name: str | None = None, device: str = "cpu", dynamic_shapes: Any = None) -> Path:
     """Export ``module`` on ``example_args`` and compile it for ``device``.
@@ -320,7 +383,7 @@ def compile_exported(ep: "torch.export.ExportedProgram", out_dir: str | Path, *,
 
     with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=out) as tmp:
         package = Path(tmp) / f"{name}.pt2"
-        with _quiet_torch(), torch_fixes():
+        with _quiet_torch(), torch_fixes(), _extern_output_layouts():
             torch._inductor.aoti_compile_and_package(
                 ep, package_path=str(package), inductor_configs=configs)
         staged = Path(tmp) / "staged"
@@ -330,15 +393,30 @@ def compile_exported(ep: "torch.export.ExportedProgram", out_dir: str | Path, *,
                                              staged / f"{name}.weights.blob")
         (staged / f"{name}.spec.json").write_text(json.dumps(spec, indent=1) + "\n")
 
-        blob = out / f"{name}.weights.blob"
-        if blob_member is None and blob.exists():
-            blob.unlink()  # a stale blob from an earlier model of this name
+        # Stale files from an earlier model of this name.
+        for suffix in (".weights.blob", ".json"):
+            if not (staged / f"{name}{suffix}").exists() and (out / f"{name}{suffix}").exists():
+                (out / f"{name}{suffix}").unlink()
         # The .so goes last: its presence means the set is complete.
-        for suffix in (".weights.blob", ".spec.json", ".so"):
+        for suffix in (".weights.blob", ".spec.json", ".json", ".so"):
             staged_file = staged / f"{name}{suffix}"
             if staged_file.exists():
                 os.replace(staged_file, out / f"{name}{suffix}")
     return out / f"{name}.so"
+
+
+def _lacks_extern_nodes(so: Path) -> bool:
+    """Whether a cached model calls ops through the proxy executor but was
+    compiled before its nodes file was kept beside it (it cannot load)."""
+    from . import _core
+
+    if so.with_suffix(".json").exists():
+        return False
+    try:
+        needed = _core.inspect_library(str(so))["needed_shims"]
+    except Exception:  # noqa: BLE001 (unreadable: let the load say why)
+        return False
+    return "aoti_torch_proxy_executor_call_function" in needed
 
 
 def _dynamic_shapes_key(value: Any) -> str:
@@ -445,7 +523,7 @@ def compile_cached(module: torch.nn.Module, example_args: Sequence[Any],
     key = _fingerprint(module, args, name, device, dynamic_shapes)
     cache = Path(cache_dir)
     so = cache / f"{name}-{key}.so"
-    if so.exists():
+    if so.exists() and not _lacks_extern_nodes(so):
         return so
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache / "inductor"))
     return compile(module, args, cache, name=f"{name}-{key}", device=device,

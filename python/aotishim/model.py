@@ -920,20 +920,32 @@ def extract_package(archive: zipfile.ZipFile, so_path: Path,
                     blob_path: Path | None = None,
                     model_name: str | None = None) -> tuple[str, str | None]:
     """Writes the model ``.so`` of a ``.pt2`` archive to ``so_path`` and, when
-    ``blob_path`` is given and the package has one, its weights blob there.
-    Returns the archive members (see :func:`package_members`). Raises
+    ``blob_path`` is given and the package has one, its weights blob there,
+    and its extern-kernel nodes (the ops it calls through the proxy executor)
+    beside ``so_path`` as ``<stem>.json`` when it has them. Returns the archive members (see :func:`package_members`). Raises
     :class:`ModelError` for a member that is encrypted, corrupt, compressed
     in an unsupported way, not a library, or that would expand beyond the
     limits (``MAX_EXPANSION_RATIO``, the destination's free space), checked
     before anything is written."""
     so_member, blob_member = package_members(archive, model_name)
     members = [archive.getinfo(so_member)]
+    # The ops the model calls through the proxy executor (custom ops), which
+    # the runtime reads from the .json beside the .so, as torch's runner does.
+    nodes_member = so_member[:-len(".so")] + ".json"
+    nodes = (archive.getinfo(nodes_member) if nodes_member in archive.namelist() else None)
+    if nodes is not None:
+        members.append(nodes)
     if blob_path is not None and blob_member is not None:
         members.append(archive.getinfo(blob_member))
     _check_members(members, Path(so_path).parent)
     _copy_member(archive, members[0], Path(so_path), _LIBRARY_MAGIC)
-    if len(members) > 1:
-        _copy_member(archive, members[1], Path(blob_path))
+    nodes_path = Path(so_path).with_suffix(".json")
+    if nodes is not None:
+        _copy_member(archive, nodes, nodes_path)
+    elif nodes_path.exists():
+        nodes_path.unlink()  # a stale file of an earlier model at this path
+    if blob_path is not None and blob_member is not None:
+        _copy_member(archive, archive.getinfo(blob_member), Path(blob_path))
     return so_member, blob_member
 
 

@@ -27,6 +27,9 @@ typedef struct AtenTensorOpaque* AtenTensorHandle;
 struct AtenGeneratorOpaque;
 typedef struct AtenGeneratorOpaque* AtenGeneratorHandle;
 
+struct AOTIProxyExecutorOpaque;
+typedef struct AOTIProxyExecutorOpaque* AOTIProxyExecutorHandle;
+
 // ---- constants (c10 DeviceType / ScalarType / Layout numbers) ----
 AOTISHIM_API int32_t aoti_torch_device_type_cpu(void);
 AOTISHIM_API int32_t aoti_torch_device_type_cuda(void);
@@ -114,6 +117,18 @@ AOTISHIM_API AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle s
                                                               AtenTensorHandle* ret);
 AOTISHIM_API AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src,
                                              int32_t non_blocking);
+
+// ---- ops without a C shim (the proxy executor) ----
+// A placeholder handle for a proxy-executor call's result: aoti_torch_is_defined
+// says false (it reads as an empty cpu tensor) until the call assigns the result.
+AOTISHIM_API AOTITorchError aoti_torch_new_uninitialized_tensor(AtenTensorHandle* ret);
+// Runs extern-kernel node `extern_node_index` of the model's package: its
+// dynamic arguments flattened (ints, then the input tensors followed by the
+// output placeholders), the rest read from the package's node (see
+// aotishim/custom_ops.h). proxy_executor is what the runner gave the model.
+AOTISHIM_API AOTITorchError aoti_torch_proxy_executor_call_function(
+    AOTIProxyExecutorHandle proxy_executor, int extern_node_index, int num_ints,
+    int64_t* flatten_int_args, int num_tensors, AtenTensorHandle* flatten_tensor_args);
 
 // ---- aotishim's own additions ----
 // The message of the last failure on this thread ("" if none). Valid until the
