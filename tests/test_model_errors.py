@@ -225,6 +225,29 @@ def test_container_failure_carries_the_models_message(tmp_path, compiled, unchan
     still_works(compiled)
 
 
+@needs_cc
+def test_failure_of_a_model_without_get_last_error_says_where_its_message_went(
+        tmp_path, compiled, unchanged):
+    """Models of torch 2.11 and 2.12 have no AOTInductorGetLastError: they
+    print what they caught to stderr and return a bare failure. The error
+    says so rather than ending at "failed"."""
+    source = FAKE_MODEL.replace(
+        "int32_t AOTInductorGetLastError(const char** msg) { *msg = last; return 0; }\n", "")
+    source = source.replace("IMPORTS", "").replace("USE", "(void)0")
+    so = build_library(tmp_path, "no_last_error", source)
+    with pytest.raises(aotishim.ModelError) as info:
+        aotishim.load(so)
+    message = str(info.value)
+    assert "creating the model container" in message
+    assert "compiled by a torch before 2.13, keeps no error message: its own went to stderr" \
+        in message
+    # A model that has the entry point is not blamed for lacking it.
+    with pytest.raises(aotishim.ModelError) as info:
+        aotishim.load(fake_model(tmp_path, "with_last_error", []))
+    assert "keeps no error message" not in str(info.value)
+    still_works(compiled)
+
+
 def test_shims_already_global_from_another_library_are_refused(compiled):
     """With libtorch loaded RTLD_GLOBAL first, a model would bind to libtorch's
     shims and hand our runtime foreign tensors; the load refuses instead."""
