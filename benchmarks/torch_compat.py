@@ -88,11 +88,16 @@ def installed_version(python: Path, package: str) -> str | None:
 def pip_install(python: Path, requirements: list[str], log: Path) -> str | None:
     """None on success, else the reason (the end of pip's output)."""
     cmd = [str(python), "-m", "pip", "install", "--progress-bar", "off", *requirements]
+    # pip unpacks the multi-GB wheels in a temporary folder for minutes: one
+    # of its own, so a cleaner of the shared /tmp cannot pull it away.
+    tmp = log.parent / "tmp"
+    tmp.mkdir(exist_ok=True)
     with open(log, "a") as f:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
         try:
             out = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, text=True,
+                                 env=dict(os.environ, TMPDIR=str(tmp)),
                                  timeout=INSTALL_TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired:
             return f"pip timed out after {INSTALL_TIMEOUT_S} s"
@@ -260,12 +265,35 @@ def worker_run(directory: Path) -> dict:
         result["error"] = worst
         if dtypes:
             result["dtype_mismatch"] = sorted(set(dtypes))
+        result["error_text"] = model_error_text(model, inputs[0])
     except aotishim.ShimError as e:
         result["run_error"] = str(e)
     finally:
         result["leaks"] = len(model.close())
         result["live_tensors"] = aotishim.memory_stats()["live_tensors"]
     return result
+
+
+def model_error_text(model, inputs: list[np.ndarray]) -> str:
+    """A run the model itself refuses (its first input one element longer in
+    its last dim, past aotishim's spec check): the ModelError's text, which
+    should carry the model's own message (AOTInductorGetLastError)."""
+    import aotishim
+    from aotishim import shim
+
+    first = inputs[0]
+    if first.ndim == 0:
+        return "n/a (0-d input)"
+    wrong = np.zeros((*first.shape[:-1], first.shape[-1] + 1), first.dtype)
+    tensors = [shim.from_numpy(a, copy=True) for a in [wrong, *inputs[1:]]]
+    try:
+        outs = model.run_tensors(*tensors)
+    except aotishim.ModelError as e:
+        return str(e)
+    for t in outs:
+        if t is not None:
+            shim.delete(t)
+    return "no error: the model ran on a wrong-shaped input"
 
 
 def run_model(directory: Path, threads: int) -> dict:
@@ -315,11 +343,21 @@ def row_cells(r: dict) -> list[str]:
     return ["yes", "yes", err, missing]
 
 
+def error_text_cell(r: dict) -> str:
+    """Whether a run the model refused reached ModelError in the model's own words."""
+    text = r.get("run", {}).get("error_text")
+    if text is None:
+        return ""
+    return "yes" if "input_handles[0]" in text else f"no: {_tail(text)[:120]}"
+
+
 def table(rows: list[dict]) -> str:
-    head = ["torch", "model", "compiles", "loads", "max error", "shims missing"]
-    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|---:|---|"]
+    head = ["torch", "model", "compiles", "loads", "max error", "shims missing",
+            "model's error text"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|---:|---|---|"]
     for r in rows:
-        lines.append("| " + " | ".join([r["torch"], r["model"], *row_cells(r)]) + " |")
+        lines.append("| " + " | ".join([r["torch"], r["model"], *row_cells(r),
+                                        error_text_cell(r)]) + " |")
     return "\n".join(lines)
 
 
