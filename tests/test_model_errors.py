@@ -281,7 +281,7 @@ def test_constants_of_a_model_without_constant_entries_are_refused_by_name(
     so = build_library(tmp_path, "old_constants", OLD_CONSTANTS_MODEL)
     with aotishim.load(so) as m:
         assert m.run() == ()
-        with pytest.raises(aotishim.ShimError,
+        with pytest.raises(aotishim.ModelError,
                            match="AOTInductorModelContainerExtractConstantsMapEntries"):
             m.get_constant_fqns()
         with pytest.raises(aotishim.ModelError,
