@@ -225,6 +225,72 @@ def test_container_failure_carries_the_models_message(tmp_path, compiled, unchan
     still_works(compiled)
 
 
+@needs_cc
+def test_failure_of_a_model_without_get_last_error_says_where_its_message_went(
+        tmp_path, compiled, unchanged):
+    """Models of torch 2.11 and 2.12 have no AOTInductorGetLastError: they
+    print what they caught to stderr and return a bare failure. The error
+    says so rather than ending at "failed"."""
+    source = FAKE_MODEL.replace(
+        "int32_t AOTInductorGetLastError(const char** msg) { *msg = last; return 0; }\n", "")
+    source = source.replace("IMPORTS", "").replace("USE", "(void)0")
+    so = build_library(tmp_path, "no_last_error", source)
+    with pytest.raises(aotishim.ModelError) as info:
+        aotishim.load(so)
+    message = str(info.value)
+    assert "creating the model container" in message
+    assert "compiled by a torch before 2.13, keeps no error message: its own went to stderr" \
+        in message
+    # A model that has the entry point is not blamed for lacking it.
+    with pytest.raises(aotishim.ModelError) as info:
+        aotishim.load(fake_model(tmp_path, "with_last_error", []))
+    assert "keeps no error message" not in str(info.value)
+    still_works(compiled)
+
+
+# A container as torch 2.11 and 2.12 compile it: one constant, described by
+# name and FQN, but no AOTInductorModelContainerExtractConstantsMapEntries
+# (nor AOTInductorGetLastError); it loads and runs.
+OLD_CONSTANTS_MODEL = r"""
+#include <stddef.h>
+#include <stdint.h>
+typedef struct Opaque* Handle;
+static int container;
+int32_t AOTInductorModelContainerCreateWithDevice(Handle* h, size_t n, const char* d, const char* c) {
+  *h = (Handle)&container;
+  return 0;
+}
+int32_t AOTInductorModelContainerDelete(Handle h) { return 0; }
+int32_t AOTInductorModelContainerRun(Handle h, void* i, size_t ni, void* o, size_t no, void* s, void* p) { return 0; }
+int32_t AOTInductorModelContainerGetNumInputs(Handle h, size_t* n) { *n = 0; return 0; }
+int32_t AOTInductorModelContainerGetNumOutputs(Handle h, size_t* n) { *n = 0; return 0; }
+int32_t AOTInductorModelContainerGetInputName(Handle h, size_t i, const char** n) { return 1; }
+int32_t AOTInductorModelContainerGetOutputName(Handle h, size_t i, const char** n) { return 1; }
+int32_t AOTInductorModelContainerGetNumConstants(Handle h, size_t* n) { *n = 1; return 0; }
+int32_t AOTInductorModelContainerGetConstantName(Handle h, size_t i, const char** n) { *n = "fc_weight"; return 0; }
+int32_t AOTInductorModelContainerGetConstantOriginalFQN(Handle h, size_t i, const char** n) { *n = "fc.weight"; return 0; }
+int32_t AOTInductorModelContainerUpdateUserManagedConstantBufferPairs(Handle h, const void* p, size_t n, _Bool a, _Bool b) { return 1; }
+"""
+
+
+@needs_cc
+def test_constants_of_a_model_without_constant_entries_are_refused_by_name(
+        tmp_path, compiled, unchanged):
+    """Before, such a model listed no constants and refused every FQN as
+    unknown ("has no constant 'fc.weight' (its constants: )")."""
+    so = build_library(tmp_path, "old_constants", OLD_CONSTANTS_MODEL)
+    with aotishim.load(so) as m:
+        assert m.run() == ()
+        with pytest.raises(aotishim.ModelError,
+                           match="AOTInductorModelContainerExtractConstantsMapEntries"):
+            m.get_constant_fqns()
+        with pytest.raises(aotishim.ModelError,
+                           match="cannot read or change its constants: its container lacks "
+                                 "AOTInductorModelContainerExtractConstantsMapEntries"):
+            m.load_constants({"fc.weight": np.zeros((2, 2), np.float32)})
+    still_works(compiled)
+
+
 def test_shims_already_global_from_another_library_are_refused(compiled):
     """With libtorch loaded RTLD_GLOBAL first, a model would bind to libtorch's
     shims and hand our runtime foreign tensors; the load refuses instead."""

@@ -55,6 +55,8 @@ size_t aoti_torch_dtype_element_size(int32_t dtype) {
 
 int32_t aoti_torch_layout_strided(void) { return kLayoutStrided; }
 
+uint64_t aoti_torch_abi_version(void) { return AOTISHIM_TORCH_ABI_VERSION; }
+
 bool aoti_torch_grad_mode_is_enabled(void) { return t_grad_enabled; }
 void aoti_torch_grad_mode_set_enabled(bool enabled) { t_grad_enabled = enabled; }
 

@@ -72,6 +72,25 @@ AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes_ptr,
   });
 }
 
+// Pinned (page-locked) host memory only makes host-device copies faster and
+// lets them run asynchronously; every copy here is ordered on its device's
+// stream whatever the memory, so a plain host allocation has the same meaning.
+AOTITorchError aoti_torch_empty_strided_pinned(int64_t ndim, const int64_t* sizes_ptr,
+                                               const int64_t* strides_ptr, int32_t dtype,
+                                               int32_t device_type, int32_t device_index,
+                                               AtenTensorHandle* ret) {
+  return guard(__func__, [&] {
+    require_out(ret, "ret_new_tensor");
+    AOTISHIM_CHECK(device_type_from_int(device_type) == DeviceType::CPU,
+                   "only cpu tensors can be pinned, not device type ", device_type);
+    std::vector<int64_t> sizes, strides;
+    read_shape(ndim, sizes_ptr, strides_ptr, sizes, strides);
+    Tensor t = make_empty(device_for(device_type, device_index), dtype_from_int(dtype),
+                          std::move(sizes), std::move(strides));
+    *ret = register_tensor(std::move(t));
+  });
+}
+
 AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor) {
   return guard(__func__, [&] { release(tensor); });
 }

@@ -55,13 +55,14 @@ void ConstantBuffers::describe(const ContainerApi* api, ContainerHandle containe
   device_type_ = abi.type;
   device_index_ = abi.index;
   buffers_[0].holds = true;  // the weights the model was loaded with
-  if (!api->num_constants || !api->constant_name || !api->constant_fqn ||
-      !api->constant_entries) {
-    return;  // the constants API will say what is missing
-  }
+  if (!api->num_constants) return;  // no constants API at all: the calls say so
   ScopeGuard guard(scope_);
   size_t n = 0;
   api->check(api->num_constants(container, &n), "reading the number of constants");
+  if (!api->constant_name || !api->constant_fqn || !api->constant_entries) {
+    undescribed_ = n > 0;  // constants it cannot name (torch 2.11, 2.12): the calls say so
+    return;
+  }
   const std::map<std::string, AtenTensorHandle> active = entries(false);
   for (size_t i = 0; i < n; ++i) {
     bool folded = false;
@@ -89,9 +90,23 @@ void ConstantBuffers::describe(const ContainerApi* api, ContainerHandle containe
 
 void ConstantBuffers::require(void* entry_point, const char* name) const {
   if (!entry_point) {
-    throw Error("model '" + model_path_ + "' cannot change its constants: its container lacks " +
-                name + " (compiled by an older torch?)");
+    throw Error("model '" + model_path_ + "' cannot read or change its constants: its " +
+                "container lacks " + name + " (compiled by an older torch?)");
   }
+}
+
+void ConstantBuffers::require_described() const {
+  require(reinterpret_cast<void*>(api_->num_constants), "AOTInductorModelContainerGetNumConstants");
+  require(reinterpret_cast<void*>(api_->constant_name), "AOTInductorModelContainerGetConstantName");
+  require(reinterpret_cast<void*>(api_->constant_fqn),
+          "AOTInductorModelContainerGetConstantOriginalFQN");
+  require(reinterpret_cast<void*>(api_->constant_entries),
+          "AOTInductorModelContainerExtractConstantsMapEntries");
+}
+
+const std::vector<std::string>& ConstantBuffers::fqns() const {
+  if (undescribed_) require_described();
+  return fqns_;
 }
 
 std::string ConstantBuffers::label(const Constant& c) const {
@@ -151,6 +166,7 @@ void ConstantBuffers::load(const std::map<std::string, AtenTensorHandle>& by_fqn
                            bool check_full_update, bool user_managed, bool use_inactive) {
   require(reinterpret_cast<void*>(api_->update_user_managed_constants),
           "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs");
+  require_described();  // the checks below need the constants' names and layouts
   // Every check before anything changes.
   std::vector<const Constant*> given(constants_.size(), nullptr);
   for (const auto& [fqn, handle] : by_fqn) {

@@ -31,7 +31,11 @@ class ConstantBuffers {
 
   // FQNs the caller may load, in the model's order (folded constants are
   // the model's own business and not among them).
-  const std::vector<std::string>& fqns() const { return fqns_; }
+  // Throws naming the entry point when the container has constants it
+  // cannot describe (models of torch before 2.13 lack
+  // AOTInductorModelContainerExtractConstantsMapEntries), rather than
+  // presenting a model with constants as one without.
+  const std::vector<std::string>& fqns() const;
 
   // Loads `by_fqn` (handles borrowed from the caller) into the active or the
   // inactive buffer: a copy in the model's layout and scope, or with
@@ -75,6 +79,8 @@ class ConstantBuffers {
   };
 
   void require(void* entry_point, const char* name) const;
+  // require() for each entry point describe() reads.
+  void require_described() const;
   std::string label(const Constant& c) const;
   void check_given(const Constant& c, AtenTensorHandle h, bool user_managed) const;
   AtenTensorHandle copy_in_layout(const Constant& c, AtenTensorHandle src) const;
@@ -89,6 +95,7 @@ class ConstantBuffers {
   int32_t device_type_ = 0, device_index_ = -1;
   std::vector<Constant> constants_;  // loadable ones, in the model's order
   std::vector<std::string> fqns_;
+  bool undescribed_ = false;  // the container counts constants it cannot describe
   std::array<Buffer, 2> buffers_;
   int active_ = 0;
 };

@@ -74,6 +74,12 @@ std::string ContainerApi::error_message(const std::string& what) const {
   // Taken even when not shown, so it is not blamed on a later call.
   const std::string runtime = runtime_error ? runtime_error() : std::string();
   if (!runtime.empty() && !model_said && !shim_said) message += ": " + runtime;
+  // Models of torch before 2.13 have no AOTInductorGetLastError: what they
+  // caught (a failed input check, a std::exception) went only to stderr.
+  if (!last_error && !shim_said && runtime.empty()) {
+    message += " (the model, compiled by a torch before 2.13, keeps no error message: its own "
+               "went to stderr)";
+  }
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
   return message;
 }

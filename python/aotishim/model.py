@@ -564,7 +564,11 @@ class Model:
     def get_constant_fqns(self) -> list[str]:
         """The FQNs (``"fc1.weight"``) :meth:`load_constants` takes and
         :meth:`extract_constants_map` returns, in the model's order."""
-        return list(self._open_core().constant_fqns)
+        core = self._open_core()
+        try:
+            return list(core.constant_fqns)
+        except ShimError as e:  # a container that cannot name its constants
+            raise ModelError(str(e)) from None
 
     def load_constants(self, mapping: Mapping[str, Any], *, check_full_update: bool = False,
                        user_managed: bool = False, use_inactive: bool = False) -> None:

@@ -1,7 +1,8 @@
 // The aoti_torch_* C ABI that aotishim provides to AOTInductor-compiled models
 // (compiled with aot_inductor.link_libtorch=False). Names, signatures and enum
-// values follow PyTorch 2.13's torch/csrc/inductor/aoti_torch/c/shim.h so that
-// generated code links against this library unchanged.
+// values follow PyTorch's torch/csrc/inductor/aoti_torch/c/shim.h (2.13, 2.14
+// and 2.15 declare the same entry points) so that generated code links
+// against this library unchanged.
 #pragma once
 
 #include <stddef.h>
@@ -62,6 +63,12 @@ AOTISHIM_API size_t aoti_torch_dtype_element_size(int32_t dtype);
 
 AOTISHIM_API int32_t aoti_torch_layout_strided(void);
 
+// The torch release whose shim.h these entry points follow, as torch encodes
+// TORCH_ABI_VERSION: major, minor and patch in the top three bytes, the ABI
+// tag in the low bytes. aoti_torch_abi_version() returns it.
+#define AOTISHIM_TORCH_ABI_VERSION ((2ULL << 56) | (15ULL << 48) | (0ULL << 40) | 0ULL)
+AOTISHIM_API uint64_t aoti_torch_abi_version(void);
+
 AOTISHIM_API bool aoti_torch_grad_mode_is_enabled(void);
 AOTISHIM_API void aoti_torch_grad_mode_set_enabled(bool enabled);
 
@@ -100,6 +107,10 @@ AOTISHIM_API AOTITorchError aoti_torch_create_tensor_from_blob_v2(
     AtenTensorHandle* ret, int32_t layout, const uint8_t* opaque_metadata,
     int64_t opaque_metadata_size);
 AOTISHIM_API AOTITorchError aoti_torch_empty_strided(
+    int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int32_t dtype,
+    int32_t device_type, int32_t device_index, AtenTensorHandle* ret_new_tensor);
+// A cpu tensor (pinned memory is host memory; only device type cpu is taken).
+AOTISHIM_API AOTITorchError aoti_torch_empty_strided_pinned(
     int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int32_t dtype,
     int32_t device_type, int32_t device_index, AtenTensorHandle* ret_new_tensor);
 AOTISHIM_API AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor);
