@@ -12,6 +12,22 @@
 #include <ucontext.h>
 #endif
 
+// Under AddressSanitizer every switch between the scheduler and a fiber is
+// announced, so ASan knows which stack is current (else it takes a fiber's
+// frames for the thread stack's and reports false stack errors). ASan's
+// swapcontext interceptor clears the shadow of the stack switched to, so a
+// group abandoned by an error leaves no stale redzones for the next.
+#if defined(__SANITIZE_ADDRESS__)
+#define AOTISHIM_ASAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AOTISHIM_ASAN_FIBERS 1
+#endif
+#endif
+#if defined(AOTISHIM_MSL_FIBERS) && defined(AOTISHIM_ASAN_FIBERS)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace aotishim::mps::host {
 namespace {
 
@@ -99,17 +115,45 @@ struct Fiber {
   uint32_t* active_out = nullptr;
   Group* group = nullptr;
   aotishim_msl_entry entry = nullptr;
+  void* fake_stack = nullptr;  // ASan's, while switched away
 };
 
 struct Group {
   ucontext_t scheduler;
   std::vector<Fiber> fibers;
+  const void* scheduler_stack = nullptr;  // ASan's view of the thread's stack
+  size_t scheduler_stack_size = 0;
+  void* scheduler_fake_stack = nullptr;
 };
+
+// Scheduler to fiber, back when the fiber yields.
+void enter_fiber(Group& g, Fiber& f) {
+#ifdef AOTISHIM_ASAN_FIBERS
+  __sanitizer_start_switch_fiber(&g.scheduler_fake_stack, f.context.uc_stack.ss_sp, f.context.uc_stack.ss_size);
+#endif
+  swapcontext(&g.scheduler, &f.context);
+#ifdef AOTISHIM_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(g.scheduler_fake_stack, nullptr, nullptr);
+#endif
+}
+
+// Fiber to scheduler; `done`: the fiber never resumes.
+void leave_fiber(Fiber& f, bool done) {
+#ifdef AOTISHIM_ASAN_FIBERS
+  __sanitizer_start_switch_fiber(done ? nullptr : &f.fake_stack, f.group->scheduler_stack,
+                                 f.group->scheduler_stack_size);
+#endif
+  swapcontext(&f.context, &f.group->scheduler);
+#ifdef AOTISHIM_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(f.fake_stack, nullptr, nullptr);
+#endif
+  (void)done;
+}
 
 void runtime_barrier(const aotishim_msl_thread* self) {
   Fiber* f = static_cast<Fiber*>(self->fiber);
   f->state = State::AtBarrier;
-  swapcontext(&f->context, &f->group->scheduler);
+  leave_fiber(*f, false);
 }
 
 void runtime_simd_exchange(const aotishim_msl_thread* self, uint32_t op, const void* value,
@@ -121,16 +165,19 @@ void runtime_simd_exchange(const aotishim_msl_thread* self, uint32_t op, const v
   std::memcpy(f->value, value, size);
   f->lanes_out = lanes;
   f->active_out = active;
-  swapcontext(&f->context, &f->group->scheduler);
+  leave_fiber(*f, false);
 }
 
 const aotishim_msl_runtime kRuntime = {runtime_barrier, runtime_simd_exchange};
 
 void fiber_main(unsigned int lo, unsigned int hi) {
   Fiber* f = reinterpret_cast<Fiber*>((static_cast<uintptr_t>(hi) << 32) | lo);
+#ifdef AOTISHIM_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(nullptr, &f->group->scheduler_stack, &f->group->scheduler_stack_size);
+#endif
   f->entry(&f->thread);
   f->state = State::Done;
-  swapcontext(&f->context, &f->group->scheduler);
+  leave_fiber(*f, true);
 }
 
 const char* op_name(uint32_t op) {
@@ -243,7 +290,7 @@ class Runner {
     }
     for (;;) {
       for (Fiber& f : group_.fibers) {
-        while (f.state == State::Ready) swapcontext(&group_.scheduler, &f.context);
+        while (f.state == State::Ready) enter_fiber(group_, f);
       }
       bool all_done = true;
       for (const Fiber& f : group_.fibers) all_done = all_done && f.state == State::Done;
