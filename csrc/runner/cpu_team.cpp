@@ -19,6 +19,7 @@ namespace aotishim {
 namespace runner {
 namespace {
 
+#if defined(_OPENMP)
 int64_t now_ns(clockid_t clock) {
   timespec t{};
   clock_gettime(clock, &t);
@@ -32,6 +33,10 @@ bool adapting() {
   }();
   return on;
 }
+
+// Below this share a full team loses more at its barriers than it gains.
+constexpr double kFullTeamShare = 0.7;
+#endif
 
 // CPU and wall time of recent runs, decayed so that the last ~50 ms of run
 // time dominate: quick to notice other processes arriving or leaving, and not
@@ -60,9 +65,6 @@ ShareHistory& history() {
   static ShareHistory h;
   return h;
 }
-
-// Below this share a full team loses more at its barriers than it gains.
-constexpr double kFullTeamShare = 0.7;
 
 std::atomic<int> g_last_run_threads{0};
 

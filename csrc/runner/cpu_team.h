@@ -33,10 +33,11 @@ class CpuTeam {
   int threads() const { return chosen_; }
 
  private:
-  int previous_ = 1;
+  // Unused where the build has no OpenMP (a run is one thread there).
+  [[maybe_unused]] int previous_ = 1;
   int chosen_ = 1;
-  int64_t wall_ns_ = 0;
-  int64_t cpu_ns_ = 0;
+  [[maybe_unused]] int64_t wall_ns_ = 0;
+  [[maybe_unused]] int64_t cpu_ns_ = 0;
 };
 
 
