@@ -114,6 +114,29 @@ AOTISHIM_API AOTITorchError aoti_torch_empty_strided_pinned(
     int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int32_t dtype,
     int32_t device_type, int32_t device_index, AtenTensorHandle* ret_new_tensor);
 AOTISHIM_API AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor);
+// 0-dimensional cpu tensors holding one number (torch's at::scalar_tensor).
+// The complex ones take c10::complex<float/double> by value: two floats
+// (doubles) aligned to twice their size, which these structs repeat.
+#ifdef __cplusplus
+#define AOTISHIM_ALIGNAS(n) alignas(n)
+#else
+#define AOTISHIM_ALIGNAS(n) _Alignas(n)
+#endif
+typedef struct { AOTISHIM_ALIGNAS(8) float real; float imag; } AOTIComplex64;
+typedef struct { AOTISHIM_ALIGNAS(16) double real; double imag; } AOTIComplex128;
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_float32(float value, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_float64(double value, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_uint8(uint8_t value, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_uint16(uint16_t value, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_uint32(uint32_t value, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_uint64(uint64_t value, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_int8(int8_t value, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_int16(int16_t value, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_int32(int32_t value, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_int64(int64_t value, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_bool(bool value, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_complex64(AOTIComplex64 value, AtenTensorHandle* ret_new_tensor);
+AOTISHIM_API AOTITorchError aoti_torch_scalar_to_tensor_complex128(AOTIComplex128 value, AtenTensorHandle* ret_new_tensor);
 // A view of self's storage; offset_increment is added to self's own storage
 // offset (torch's _reinterpret_tensor), it does not replace it.
 AOTISHIM_API AOTITorchError aoti_torch__reinterpret_tensor(
