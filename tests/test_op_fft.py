@@ -182,12 +182,36 @@ def test_compiled_fourier_mixing_matches_eager(model_cache):
     check_model(model_cache, "op_fft_fnet_mixing", FourierMixing(), (x,), rtol=1e-4, atol=1e-4)
 
 
-def test_compiled_irfft_is_refused_at_load_by_name(model_cache):
-    """torch 2.13 compiles irfft's _fft_c2r into a proxy-executor call (no C
-    shim for it), which also needs aoti_torch_scalar_to_tensor_int64, a shim
-    aotishim does not provide yet: refused when loaded, by that name."""
+def test_compiled_irfft_matches_eager(model_cache):
+    """torch 2.13 compiles irfft's _fft_c2r into a call of its proxy executor
+    (the op has no C shim) after a mul by a number made a tensor with
+    aoti_torch_scalar_to_tensor_int64: both are aotishim's own, so the model
+    loads without any registration and matches eager (it was refused at load,
+    naming that shim, before)."""
+    from op_models import check_model
+
+    x = torch.randn(4, 16, generator=torch.Generator().manual_seed(2))
+    check_model(model_cache, "op_fft_irfft", Irfft(), (x,), rtol=1e-5, atol=1e-5)
+
+
+def test_a_registered_custom_op_takes_precedence_over_the_builtin_aten_one(model_cache):
+    """A registration under the ATen op's name replaces aotishim's own
+    implementation for models loaded afterwards (and only for those)."""
     from aotishim import export
 
-    so = export.compile_cached(Irfft(), (torch.randn(4, 16),), model_cache, name="op_fft_irfft")
-    with pytest.raises(ModelError, match="does not provide: aoti_torch_scalar_to_tensor_int64"):
-        aotishim.load(so)
+    x = torch.randn(4, 16, generator=torch.Generator().manual_seed(3))
+    so = export.compile_cached(Irfft(), (x,), model_cache, name="op_fft_irfft")
+    seen = []
+
+    def c2r(self, dim, normalization, last_dim_size):
+        seen.append((list(dim), normalization, last_dim_size))
+        return np.fft.irfft(self, n=last_dim_size, axis=dim[-1]).astype(np.float32)
+
+    aotishim.register_custom_op("aten::_fft_c2r", c2r)
+    try:
+        with aotishim.load(so) as m:
+            out = m.run(x.numpy())[0]
+    finally:
+        aotishim.unregister_custom_op("aten::_fft_c2r")
+    assert seen == [([1], 2, 16)]
+    np.testing.assert_allclose(out, Irfft()(x).numpy(), rtol=1e-5, atol=1e-5)

@@ -8,6 +8,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/handle_registry.h"
+#include "runner/aten_proxy_ops.h"
 
 namespace aotishim::runner {
 
@@ -49,7 +50,8 @@ ProxyExecutor::ProxyExecutor(std::vector<ExternNode> nodes, Device& device,
     Bound b;
     if (!node.unsupported.empty()) {
       unsupported.push_back(node.target + " (" + node.unsupported + ")");
-    } else if (!(b.impl = find_custom_op(node.target))) {
+    } else if (!(b.impl = find_custom_op(node.target)) &&
+               !(b.impl = find_aten_proxy_op(node.target))) {
       bool listed = false;
       for (const std::string& m : missing) listed = listed || m == node.target;
       if (!listed) missing.push_back(node.target);

@@ -1,6 +1,7 @@
 """Implementations, in Python, of the ops a compiled model calls through
-AOTInductor's proxy executor: ``torch.library`` custom ops (and any other op
-Inductor has no C shim for).
+AOTInductor's proxy executor:
+``torch.library`` custom ops (and ATen ops Inductor has no C shim for, where
+aotishim has no implementation of its own).
 
 >>> import aotishim, numpy as np
 >>> def scale(x, alpha, *, bias=None):          # mylib::scale(Tensor x, float alpha, *, Tensor? bias=None) -> Tensor
