@@ -43,9 +43,9 @@ LIKE_TAIL = (None, None, 0, None, None)  # ... and memory_format
 
 def on_cuda(t: "torch.Tensor") -> shim.Tensor:
     """A cuda shim view with t's sizes, strides and offset over a copy of its storage."""
-    t = t.cpu()
     storage = t.untyped_storage()
-    flat = torch.empty(0, dtype=t.dtype).set_(storage, 0, (storage.nbytes() // t.element_size(),), (1,))
+    n = storage.nbytes() // t.element_size()
+    flat = torch.empty(0, dtype=t.dtype, device=t.device).set_(storage, 0, (n,), (1,)).cpu()
     base = shim.from_numpy(_numpy(flat), copy=True, device="cuda:0")
     view = shim.reinterpret_tensor(base, list(t.shape), list(t.stride()), t.storage_offset())
     shim.delete(base)

@@ -48,7 +48,8 @@ __device__ __forceinline__ Offsets offsets_of(int64_t i, const Geometry& g) {
 }
 
 template <typename T> struct Ops {  // signed and unsigned integers: wrapping
-  using U = std::make_unsigned_t<T>;
+  // unsigned and at least 32 bits: narrower types would promote to int
+  using U = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
   __device__ static T mul(T x, T y) { return static_cast<T>(static_cast<U>(x) * static_cast<U>(y)); }
   __device__ static T add(T x, T y, double) { return static_cast<T>(static_cast<U>(x) + static_cast<U>(y)); }
   __device__ static T abs(T x) {
