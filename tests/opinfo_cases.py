@@ -175,13 +175,26 @@ def _embedding_bag(op_name):
                               "per_sample_weights": psw},
                     lambda t, o: [t["weight"], t["indices"], t["offsets"], 0, mode, 0,
                                   t["per_sample_weights"], int(last), pad],
-                    lambda t: tuple(aten(t["weight"], t["indices"], t["offsets"], False, mode,
-                                         False, t["per_sample_weights"], last, pad)),
+                    lambda t: _bag_size_past_the_bags(
+                        aten(t["weight"], t["indices"], t["offsets"], False, mode, False,
+                             t["per_sample_weights"], last, pad), last),
                     # torch's kernel reads indices and offsets as if packed (a
                     # strided view gives wrong sums; AOTInductor passes them
                     # packed)
                     torch_packed=("indices", "offsets"))
     return adapt
+
+
+def _bag_size_past_the_bags(outputs, last):
+    """torch cuda's bag_size has one entry per offset, and its kernel leaves
+    the one past the last bag (include_last_offset) unwritten: aotishim
+    writes 0 there."""
+    outputs = tuple(outputs)
+    if last and outputs[0].device.type == "cuda" and outputs[2].numel() > outputs[0].shape[0]:
+        bag_size = outputs[2].clone()
+        bag_size[outputs[0].shape[0]:] = 0
+        outputs = outputs[:2] + (bag_size,) + outputs[3:]
+    return outputs
 
 
 def _int_mm(s):
@@ -603,6 +616,27 @@ ADAPTERS = [
             samples=_weight_int8pack_samples, torch_dtypes=_REDUCED | {torch.float32}),
 ]
 
+# The adapters whose ops have a cuda kernel, with the dtypes it runs (the
+# others of torch's must be refused with an error); the OpInfo module runs
+# these on cuda against torch cuda when a GPU is present.
+CUDA_DTYPES = {
+    "mm": _GEMM, "bmm": _GEMM, "addmm": _GEMM,
+    "nonzero": _NUMERIC | {torch.bool},
+    "histc": frozenset(FLOATS),
+    "_int_mm": frozenset({torch.int8}),
+    "_embedding_bag": frozenset(FLOATS),
+    "_embedding_bag_forward_only": frozenset(FLOATS),
+    "_weight_int8pack_mm": _REDUCED | {torch.float32},
+    "cumsum": _NUMERIC, "cumprod": _NUMERIC,
+    # (not topk and the unstable sort: torch cuda's order among equal
+    # elements is its kernel's own; tests/gpu checks them by the values their
+    # indices point at)
+    "sort": _NUMERIC | {torch.bool},
+    # the transforms reaching _fft_c2c and _fft_r2c (torch declares no cuda
+    # _fft_c2r entry: irfft and hfft are tested through aotishim__fft_c2r)
+    **{f"fft.{name}": _FFT_DTYPES for name in ("fft", "fftn", "ifft", "rfft", "rfftn")},
+}
+
 
 # ------------------------------------------------------------------ layouts
 
@@ -665,6 +699,17 @@ def to_device(t: torch.Tensor, device: str) -> shim.Tensor:
     view = shim.reinterpret_tensor(base, list(t.shape), list(t.stride()), t.storage_offset())
     shim.delete(base)
     return view
+
+
+def torch_on(t: torch.Tensor | None, device: str) -> torch.Tensor | None:
+    """t's storage copied to torch's `device`, viewed with t's sizes, strides
+    and offset (gaps included)."""
+    if t is None or device == "cpu":
+        return t
+    storage = t.untyped_storage()
+    n = storage.nbytes() // t.element_size()
+    flat = torch.empty(0, dtype=t.dtype).set_(storage, 0, (n,), (1,)).to(device)
+    return flat.as_strided(t.shape, t.stride(), t.storage_offset())
 
 
 def from_device(t: shim.Tensor) -> torch.Tensor:
@@ -735,6 +780,13 @@ def _compare_gathered(got: shim.Tensor, want: torch.Tensor, values: torch.Tensor
     return []
 
 
+def _to_cpu(outputs: tuple) -> tuple:
+    """torch's outputs on the cpu, each with the strides it had on its device."""
+    return tuple(o if o is None or o.device.type == "cpu"
+                 else torch.empty_strided(o.shape, o.stride(), dtype=o.dtype).copy_(o)
+                 for o in outputs)
+
+
 def _upcast(inputs: dict) -> dict:
     return {n: t.double() if t is not None and t.dtype in (torch.float16, torch.bfloat16) else t
             for n, t in inputs.items()}
@@ -753,9 +805,14 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
     # fresh packed copies (contiguous() would keep a contiguous view's offset)
     packed = {n: None if t is None else t.clone(memory_format=torch.contiguous_format)
               for n, t in inputs.items()}
+    # torch's answers on the device itself (cuda: torch cuda's kernels and
+    # output layouts), as cpu tensors with the strides torch gave them
+    tdev = device.split(":")[0]
+    on_tdev = {n: torch_on(t, tdev) for n, t in inputs.items()}
+    packed_tdev = {n: torch_on(t, tdev) for n, t in packed.items()}
     try:
-        want = call.reference({n: packed[n] if n in call.torch_packed else t
-                               for n, t in inputs.items()})
+        want = _to_cpu(call.reference({n: packed_tdev[n] if n in call.torch_packed else t
+                                       for n, t in on_tdev.items()}))
     except (RuntimeError, ValueError, IndexError):
         return None  # torch refuses these inputs: no answer to compare with
     made = []
@@ -767,7 +824,7 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
             outs[n] = shim.empty_strided(list(w.shape), None, RESULT_DTYPES[w.dtype], device)
             made.append(outs[n])
         try:
-            result = shim.call_op(call.op, *call.args(shims, outs), entry=device)
+            result = shim.call_op(call.op, *call.args(shims, outs), entry=tdev)
         except ShimError as e:
             return [f"refused: {e}"]
         if call.out:
@@ -775,15 +832,15 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
         else:
             got = list(result) if isinstance(result, tuple) else [result]
             made += [g for g in got if g is not None]
-        value = call.reference(packed) if call.packed_reference else want
-        exact_from = packed if call.packed_reference else inputs
+        value = _to_cpu(call.reference(packed_tdev)) if call.packed_reference else want
+        exact_from = packed_tdev if call.packed_reference else on_tdev
         problems = []
         for i in range(len(want)):
             if i == 1 and call.gather is not None:
                 problems += _compare_gathered(got[1], want[1], want[0], call.gather, inputs)
                 continue
             problems += _compare(i, got[i], want[i], value[i], not call.out,
-                                 lambda: call.reference(_upcast(exact_from)))
+                                 lambda: _to_cpu(call.reference(_upcast(exact_from))))
         return problems
     finally:
         for t in made:

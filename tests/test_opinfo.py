@@ -1,6 +1,8 @@
 """Every fallback op with a cpu kernel against torch on torch's own OpInfo
 samples (tests/opinfo_cases.py): every dtype torch's function takes that the
-ABI carries, each sample in several memory layouts. A dtype the kernel does
+ABI carries, each sample in several memory layouts. Where aotishim and
+torch both have a GPU, every op with a cuda kernel (CUDA_DTYPES) runs on
+cuda too, against torch cuda with TF32 off. A dtype the kernel does
 not run must be refused with an error, never answered wrongly.
 
 Sampling keeps this quick: at most MAX_SAMPLES samples per op and dtype
@@ -15,12 +17,16 @@ import os
 import pytest
 import torch
 
-from opinfo_cases import ADAPTERS, COMPLEX_DTYPES, LAYOUTS, SHIM_DTYPES, run_case
+import aotishim
+from opinfo_cases import ADAPTERS, COMPLEX_DTYPES, CUDA_DTYPES, LAYOUTS, SHIM_DTYPES, run_case
 
 pytest.importorskip("expecttest")  # torch's testing internals import it
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
 
-DEVICES = ["cpu"]
+# cuda (the ops with a cuda kernel, CUDA_DTYPES) against torch cuda, where
+# both aotishim and torch have a GPU
+DEVICES = ["cpu", "cuda"]
+HAS_CUDA = "cuda:0" in aotishim.devices() and torch.cuda.is_available()
 MAX_SAMPLES = int(os.environ.get("AOTISHIM_OPINFO_SAMPLES", "8"))
 
 
@@ -32,12 +38,40 @@ def _opinfo(name, variant):
     raise LookupError(f"no OpInfo {name!r} ({variant!r})")
 
 
+def _kernel_dtypes(adapter, device):
+    return adapter.dtypes if device == "cpu" else CUDA_DTYPES[adapter.name]
+
+
 def _cases():
-    for a in ADAPTERS:
-        dtypes = a.torch_dtypes if a.samples else _opinfo(a.opinfo, a.variant).supported_dtypes("cpu")
-        for dtype in sorted(dtypes, key=str):
-            if dtype in SHIM_DTYPES or (dtype in COMPLEX_DTYPES and dtype in a.dtypes):
-                yield pytest.param(a, dtype, id=f"{a.name}-{str(dtype)[6:]}")
+    for device in DEVICES:
+        for a in ADAPTERS:
+            if device == "cuda" and a.name not in CUDA_DTYPES:
+                continue
+            # (samples are made, and adapted, on the cpu: a dtype only torch
+            # cuda takes, float16 FFTs, has none)
+            dtypes = (a.torch_dtypes if a.samples
+                      else _opinfo(a.opinfo, a.variant).supported_dtypes(device)
+                      & _opinfo(a.opinfo, a.variant).supported_dtypes("cpu"))
+            marks = ([pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device for aotishim and torch")]
+                     if device == "cuda" else [])
+            for dtype in sorted(dtypes, key=str):
+                if dtype in SHIM_DTYPES or (dtype in COMPLEX_DTYPES and dtype in a.dtypes):
+                    yield pytest.param(a, dtype, device, id=f"{a.name}-{str(dtype)[6:]}-{device}",
+                                       marks=marks)
+
+
+@pytest.fixture
+def _no_tf32():
+    """torch cuda's matmuls without TF32: its answer must be float32's."""
+    if not HAS_CUDA:
+        yield
+        return
+    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
 def _samples(adapter, dtype):
@@ -49,10 +83,9 @@ def _samples(adapter, dtype):
     return samples[::step][:MAX_SAMPLES]
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("adapter,dtype", list(_cases()))
-def test_op_matches_torch_on_opinfo_samples(adapter, dtype, device):
-    supported = dtype in adapter.dtypes
+@pytest.mark.parametrize("adapter,dtype,device", list(_cases()))
+def test_op_matches_torch_on_opinfo_samples(adapter, dtype, device, _no_tf32):
+    supported = dtype in _kernel_dtypes(adapter, device)
     problems, ran = [], 0
     for n, sample in enumerate(_samples(adapter, dtype)):
         call = adapter.adapt(sample)

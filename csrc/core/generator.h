@@ -10,6 +10,8 @@
 #include <mutex>
 #include <random>
 
+#include "aotishim/export.h"
+
 
 namespace aotishim {
 
@@ -18,7 +20,8 @@ constexpr uint64_t kDefaultSeed = 67280421310721ULL;
 
 // Draws from the generator, holding it: one op's draws are consecutive in the
 // stream even while other threads draw too.
-class RandomDraws {
+// Exported: the device plugins draw their kernels' keys from it too.
+class AOTISHIM_API RandomDraws {
  public:
   RandomDraws();
   RandomDraws(const RandomDraws&) = delete;

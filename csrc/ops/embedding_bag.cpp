@@ -83,11 +83,20 @@ void embedding_bag_common(const OpCall& call, bool forward_only, AtenTensorHandl
                         (!psw_p || psw_p->strides[0] == 1);
   const int64_t sum_aux = forward_only ? n_offsets : a.bags;
   a.output = make_empty(device, weight.dtype, {a.bags, D});
-  a.offset2bag = make_empty(device, index_dtype, {fast_sum ? 0 : n});
-  a.bag_size = make_empty(device, index_dtype, {mode == 0 ? sum_aux : a.bags});
-  a.max_indices = make_empty(device, index_dtype,
-                             mode == 2 ? std::vector<int64_t>{a.bags, D}
-                                       : std::vector<int64_t>{mode == 0 ? sum_aux : a.bags});
+  if (device.type() == DeviceType::CUDA) {
+    // torch's cuda kernel: offset2bag always, bag_size per offset, no
+    // max_indices outside max mode.
+    a.offset2bag = make_empty(device, index_dtype, {n});
+    a.bag_size = make_empty(device, index_dtype, {n_offsets});
+    a.max_indices = make_empty(device, index_dtype,
+                               mode == 2 ? std::vector<int64_t>{a.bags, D} : std::vector<int64_t>{0});
+  } else {
+    a.offset2bag = make_empty(device, index_dtype, {fast_sum ? 0 : n});
+    a.bag_size = make_empty(device, index_dtype, {mode == 0 ? sum_aux : a.bags});
+    a.max_indices = make_empty(device, index_dtype,
+                               mode == 2 ? std::vector<int64_t>{a.bags, D}
+                                         : std::vector<int64_t>{mode == 0 ? sum_aux : a.bags});
+  }
   embedding_bag_kernel.run(device, a);
   *ret0 = register_tensor(a.output);
   *ret1 = register_tensor(a.offset2bag);

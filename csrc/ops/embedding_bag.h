@@ -18,6 +18,9 @@ namespace aotishim {
 //   bag_size = the indices counted per bag (mean, max), or zeros (sum)
 //   max_indices = the weight row of each maximum (max, (bags, D)), a copy of
 //     bag_size (mean), or zeros (sum)
+// On cuda the auxiliary outputs are torch cuda's: offset2bag (N,) always,
+// bag_size (offsets,) counting the indices of every bag (0 past the last),
+// max_indices (bags, D) in max mode (-1 for an empty bag), else (0,).
 // weight (num_weights, D) floating, indices/offsets int32 or int64, any
 // strides; the outputs are contiguous, allocated by the validation.
 struct EmbeddingBagArgs {

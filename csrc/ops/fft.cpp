@@ -163,8 +163,17 @@ void _fft_r2c(const OpCall& call, AtenTensorHandle self_h, const int64_t* dim, i
   }
   // Both halves: the c2c of the input as complex, laid out as torch lays out
   // its r2c (from the real input's strides).
+  // (Zeros, then the real parts copied in as reals: the same values as a
+  // real-to-complex copy, on devices whose copies convert only real types.)
   Tensor complex = make_empty(self.device(), complex_of(self.dtype), self.sizes);
-  if (complex.numel() > 0) copy_tensor(complex, self);
+  if (complex.numel() > 0) {
+    complex.device().fill_zero(complex);
+    Tensor real_parts = complex;
+    real_parts.dtype = self.dtype;
+    real_parts.storage_offset *= 2;
+    for (int64_t& s : real_parts.strides) s *= 2;
+    copy_tensor(real_parts, self);
+  }
   FftArgs args;
   args.kind = FftKind::C2C;
   args.in = complex;

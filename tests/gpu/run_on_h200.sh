@@ -9,7 +9,7 @@
 #   goes, PROFILE_MODELS=a,b of the bench's cache; "kernels": kernel against
 #   call time per side, KERNEL_MODELS=a,b KERNEL_SIDES=..., KERNELS_S)
 #   TIMEOUT_<PHASE>=seconds
-#   TEST_GROUPS="device cublas_legacy models graphs multi dlpack ops torchvision zoo heuristic legacy" (default: all):
+#   TEST_GROUPS="device cublas_legacy models graphs multi dlpack ops newops torchvision zoo heuristic legacy" (default: all):
 #   which groups of tests/gpu the test phase runs
 #   TOTAL_S=540: the whole run's time; each phase gets what is left of it, and
 #   the benchmark measures within what remains (its table always completes).
@@ -20,7 +20,7 @@ OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 PHASES=${PHASES:-build models test bench}
-TEST_GROUPS=${TEST_GROUPS:-device cublas_legacy models graphs multi dlpack ops torchvision zoo heuristic legacy}
+TEST_GROUPS=${TEST_GROUPS:-device cublas_legacy models graphs multi dlpack ops newops torchvision zoo heuristic legacy}
 TOTAL_S=${TOTAL_S:-540}
 export PYTHONUNBUFFERED=1
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
@@ -204,6 +204,11 @@ if has test; then
   # then the zoo models; every output's error is a "ZOO ..." line.
   group ops && t pytest_ops.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_ops.py \
     tests/gpu/test_cuda_conv_families.py
+  # The random family, int8 products, bags and histc, FFT, sort, scans and
+  # pointwise ops on cuda, and the OpInfo samples of every op with a cuda kernel.
+  group newops && t pytest_newops.log "${TIMEOUT_TEST:-300}" tests/gpu/test_cuda_random.py \
+    tests/gpu/test_cuda_int8_mm.py tests/gpu/test_cuda_bags_histc.py tests/gpu/test_cuda_fft.py \
+    tests/gpu/test_cuda_sort_scan_pointwise.py tests/test_opinfo.py -k cuda
   # torchvision models beyond the zoo against float64; every check prints a "TV" line.
   if group torchvision; then
     t pytest_torchvision.log "${TIMEOUT_TEST:-480}" -s tests/gpu/test_cuda_torchvision.py

@@ -1,0 +1,129 @@
+// sort: keys are made canonical first (every NaN the positive quiet NaN, so
+// it sorts as the largest value; -0.0 made 0.0, so the two compare equal and
+// keep their order), CUB's segmented radix sort (stable, ascending or
+// descending) orders them with their positions, and the values are then
+// gathered from the input by those positions, so each keeps its own bits.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cub/device/device_segmented_radix_sort.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include "core/error.h"
+#include "devices/cuda/cuda_check.h"
+#include "devices/cuda/sort_kernels.h"
+
+namespace aotishim {
+namespace cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+int blocks_for(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(b < 1 ? 1 : (b > 65535 * 4 ? 65535 * 4 : b));
+}
+
+template <typename T> __device__ __forceinline__ T canonical(T v) { return v; }
+template <> __device__ __forceinline__ float canonical(float v) {
+  return isnan(v) ? __int_as_float(0x7fc00000) : (v == 0.0f ? 0.0f : v);
+}
+template <> __device__ __forceinline__ double canonical(double v) {
+  return isnan(v) ? __longlong_as_double(0x7ff8000000000000LL) : (v == 0.0 ? 0.0 : v);
+}
+template <> __device__ __forceinline__ __half canonical(__half v) {
+  const float f = __half2float(v);
+  return isnan(f) ? __ushort_as_half(0x7e00) : (f == 0.0f ? __ushort_as_half(0) : v);
+}
+template <> __device__ __forceinline__ __nv_bfloat16 canonical(__nv_bfloat16 v) {
+  const float f = __bfloat162float(v);
+  return isnan(f) ? __ushort_as_bfloat16(0x7fc0) : (f == 0.0f ? __ushort_as_bfloat16(0) : v);
+}
+
+template <typename T>
+__global__ void prepare_kernel(const T* in, T* keys, int64_t* idx, int64_t total, int64_t n) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    keys[i] = canonical(in[i]);
+    idx[i] = i % n;
+  }
+}
+
+template <typename T>
+__global__ void gather_kernel(const T* in, const int64_t* idx, T* out, int64_t total, int64_t n) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step)
+    out[i] = in[(i / n) * n + idx[i]];
+}
+
+struct RowStart {
+  int64_t n;
+  __host__ __device__ int64_t operator()(int64_t r) const { return r * n; }
+};
+
+template <typename T>
+void sort_rows(const void* data, void* values_out, int64_t* idx_out, int64_t rows, int64_t n,
+               bool descending, const SortScratch& scratch, cudaStream_t stream) {
+  const int64_t total = rows * n;
+  const T* in = static_cast<const T*>(data);
+  T* keys = static_cast<T*>(scratch(static_cast<size_t>(total) * sizeof(T)));
+  T* sorted_keys = static_cast<T*>(scratch(static_cast<size_t>(total) * sizeof(T)));
+  int64_t* idx = static_cast<int64_t*>(scratch(static_cast<size_t>(total) * sizeof(int64_t)));
+  prepare_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(in, keys, idx, total, n);
+  AOTISHIM_CUDA_CHECK(cudaGetLastError());
+  auto begin = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowStart{n});
+  auto end = begin + 1;
+  const int items = static_cast<int>(total), segments = static_cast<int>(rows);
+  size_t bytes = 0;
+  auto sort = [&](void* temp) {
+    return descending ? cub::DeviceSegmentedRadixSort::SortPairsDescending(
+                            temp, bytes, keys, sorted_keys, idx, idx_out, items, segments, begin,
+                            end, 0, static_cast<int>(sizeof(T) * 8), stream)
+                      : cub::DeviceSegmentedRadixSort::SortPairs(
+                            temp, bytes, keys, sorted_keys, idx, idx_out, items, segments, begin,
+                            end, 0, static_cast<int>(sizeof(T) * 8), stream);
+  };
+  AOTISHIM_CUDA_CHECK(sort(nullptr));
+  void* temp = scratch(bytes > 0 ? bytes : 1);
+  AOTISHIM_CUDA_CHECK(sort(temp));
+  gather_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(in, idx_out,
+                                                               static_cast<T*>(values_out), total, n);
+  AOTISHIM_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void launch_sort(DType dtype, const void* data, void* values_out, int64_t* idx_out, int64_t rows,
+                 int64_t n, bool descending, const SortScratch& scratch, cudaStream_t stream) {
+  if (rows == 0 || n == 0) return;
+  AOTISHIM_CHECK(rows * n <= INT_MAX, "cuda sort sorts at most ", INT_MAX,
+                 " elements at once, got ", rows * n);
+  discard_earlier_error();
+  switch (dtype) {
+#define AOTISHIM_SORT(dt, T) \
+  case dt: return sort_rows<T>(data, values_out, idx_out, rows, n, descending, scratch, stream);
+    AOTISHIM_SORT(DType::Bool, uint8_t)
+    AOTISHIM_SORT(DType::UInt8, uint8_t)
+    AOTISHIM_SORT(DType::Int8, int8_t)
+    AOTISHIM_SORT(DType::Int16, int16_t)
+    AOTISHIM_SORT(DType::Int32, int32_t)
+    AOTISHIM_SORT(DType::Int64, int64_t)
+    AOTISHIM_SORT(DType::Float16, __half)
+    AOTISHIM_SORT(DType::BFloat16, __nv_bfloat16)
+    AOTISHIM_SORT(DType::Float32, float)
+    AOTISHIM_SORT(DType::Float64, double)
+#undef AOTISHIM_SORT
+    default: break;
+  }
+  fail(str("cuda sort supports bool, uint8, int8..int64 and the real floating types, not ",
+           dtype_name(dtype)));
+}
+
+}  // namespace cuda
+}  // namespace aotishim
