@@ -6,7 +6,8 @@ runtimes load that same file. Every measurement is a fresh process:
 
 * ``import``: importing the runtime (aotishim never imports torch)
 * ``load``: ``aotishim.load(path)`` (also from the package's ``bytes``, and from
-  the folder it was extracted into) against ``torch._inductor.aoti_load_package``
+  the folder it was extracted into; and with ``mmap_weights=True`` from the
+  path and the folder) against ``torch._inductor.aoti_load_package``
 * ``load RSS``: resident memory the load added (VmRSS after minus before)
 * ``peak RSS``: the process's VmHWM after loading and one run
 
@@ -48,11 +49,11 @@ else:
     os.environ["TORCH_USE_RTLD_GLOBAL"] = "1"
     import torch
 t_import = time.perf_counter() - t
-source = open(path, "rb").read() if kind == "aotishim bytes" else path
+source = open(path, "rb").read() if kind.startswith("aotishim bytes") else path
 rss0 = status("VmRSS")
 t = time.perf_counter()
 if kind.startswith("aotishim"):
-    model = aotishim.load(source)
+    model = aotishim.load(source, mmap_weights=kind.endswith("mmap"))
 else:
     model = torch._inductor.aoti_load_package(path)
 t_load = time.perf_counter() - t
@@ -138,9 +139,10 @@ def main() -> None:
             with torch.no_grad():
                 expected = module(*args).double().numpy().ravel()[:64]
             row = {"model": name, "package_mb": package.stat().st_size / 2**20}
-            sides = [("aotishim", package), ("aotishim bytes", package),
-                     ("aotishim folder", folder), ("torch", package)]
-            for kind, path in sides:
+            sides = {"aotishim": package, "aotishim bytes": package, "aotishim folder": folder,
+                     "aotishim mmap": package, "aotishim folder mmap": folder,
+                     "torch": package}
+            for kind, path in sides.items():
                 runs = [measure(kind, path, inputs_path, env) for _ in range(ns.repeat)]
                 err = max(float(np.max(np.abs(np.asarray(r.pop("output")) - expected)))
                           for r in runs)
@@ -148,17 +150,17 @@ def main() -> None:
                 row[kind]["max_abs_err"] = err
             results.append(row)
 
-    print(f"\n{'model':42} {'metric':12} {'side':16} {'value':>10} {'/ torch':>8}")
+    kinds = [k for k in results[0] if k.startswith(("aotishim", "torch"))] if results else []
+    print(f"\n{'model':42} {'metric':12} {'side':20} {'value':>10} {'/ torch':>8}")
     for row in results:
         for m in metrics:
             unit, scale = ("MiB", 1) if m.endswith("mb") else ("ms", 1e3)
             t = row["torch"][m]
-            for kind in ("aotishim", "aotishim bytes", "aotishim folder", "torch"):
+            for kind in kinds:
                 v = row[kind][m]
                 ratio = f"{v / t:8.2f}" if t > 0 else "       -"
-                print(f"{row['model']:42} {m:12} {kind:16} {v * scale:8.1f}{unit:>3} {ratio}")
-        errs = ", ".join(f"{k} {row[k]['max_abs_err']:.1e}" for k in
-                         ("aotishim", "aotishim bytes", "aotishim folder", "torch"))
+                print(f"{row['model']:42} {m:12} {kind:20} {v * scale:8.1f}{unit:>3} {ratio}")
+        errs = ", ".join(f"{k} {row[k]['max_abs_err']:.1e}" for k in kinds)
         print(f"{row['model']:42} max abs error vs eager: {errs}")
     if ns.out:
         ns.out.write_text(json.dumps(results, indent=2))
