@@ -200,8 +200,10 @@ if has test; then
     t pytest_dlpack.log "${TIMEOUT_TEST:-200}" -s tests/gpu/test_cuda_dlpack.py
     grep "^DLPACK" "$OUT/pytest_dlpack.log" > "$OUT/dlpack_errors.txt" || true
   fi
-  # The constants API on a cuda model (load, swap, extract, shared weights).
-  group constants && t pytest_constants.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_constants.py
+  # The constants API on a cuda model (load, swap, extract, shared weights),
+  # pinned memory and the staged uploads.
+  group constants && t pytest_constants.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_constants.py \
+    tests/gpu/test_cuda_pinned.py
   # The fallback ops against torch (attention, convolution, topk, nonzero),
   # then the zoo models; every output's error is a "ZOO ..." line.
   group ops && t pytest_ops.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_ops.py \
