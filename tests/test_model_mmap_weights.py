@@ -125,7 +125,7 @@ def test_constants_api_on_mapped_weights(mlp):
         np.testing.assert_allclose(m(*mlp.inputs)[0], want, rtol=1e-5, atol=1e-5)
 
 
-def test_a_borrower_keeps_the_mapping_of_the_model_it_borrows_from(mlp, compiled_dynamic):
+def test_a_borrower_keeps_the_mapping_of_the_model_it_borrows_from(mlp):
     with aotishim.load(mlp.so, mmap_weights=True) as a:
         blob = a.weights_path
         views = a.extract_constants_map()
@@ -211,7 +211,7 @@ class _Counter(nn.Module):
         return self.fc(x) + self.count
 
 
-def test_mixed_dtypes_and_written_buffers_stay_private(tmp_path, model_cache):
+def test_mixed_dtypes_and_written_buffers_stay_private(model_cache):
     torch.manual_seed(0)
     module = _HalfThenFloat().eval()
     x = torch.randn(3, 37)
