@@ -31,9 +31,10 @@ CHUNK = 4 << 20  # pinned_staging.h's chunk
 
 
 class PointerAttributes(ctypes.Structure):
-    # cudaPointerAttributes (CUDA 11 and later).
+    # cudaPointerAttributes (CUDA 11 and later; 12 and 13 add reserved words).
     _fields_ = [("type", ctypes.c_int), ("device", ctypes.c_int),
-                ("devicePointer", vp), ("hostPointer", vp)]
+                ("devicePointer", vp), ("hostPointer", vp),
+                ("reserved", ctypes.c_long * 8)]
 
 
 def memory_type(ptr: int) -> int:
