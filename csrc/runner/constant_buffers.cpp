@@ -92,15 +92,16 @@ void ConstantBuffers::adopt_active(std::vector<std::pair<std::string, AtenTensor
   ScopeGuard guard(scope_);
   const std::map<std::string, AtenTensorHandle> now = entries(false);
   Buffer& active = buffer(false);
-  for (auto& [name, handle] : backings) {
+  for (const auto& entry : backings) {
+    const std::string& name = entry.first;
     const auto c = std::find_if(constants_.begin(), constants_.end(),
                                 [&](const Constant& k) { return k.name == name; });
     if (c == constants_.end()) {
-      unmatched_.push_back(handle);
+      unmatched_.push_back(entry.second);
       continue;
     }
     Held& held = active.held[name];
-    held.backing = handle;
+    held.backing = entry.second;
     const auto it = now.find(c->fqn);
     held.container_view = it == now.end() ? nullptr : it->second;
   }
