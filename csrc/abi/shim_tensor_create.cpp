@@ -26,6 +26,25 @@ AtenTensorHandle from_blob(void* data, int64_t ndim, const int64_t* sizes_ptr,
       borrowed_tensor(device, data, ndim, sizes_ptr, strides_ptr, dt, storage_offset));
 }
 
+// The cuda plugin's page-locked allocator (pinned_host.cpp), found once;
+// both null where no plugin is present.
+struct PinnedAllocator {
+  int (*alloc)(size_t, void**) = nullptr;
+  void (*free)(void*) = nullptr;
+};
+
+const PinnedAllocator& pinned_allocator() {
+  static const PinnedAllocator found = [] {
+    PinnedAllocator a;
+    a.alloc = reinterpret_cast<int (*)(size_t, void**)>(
+        find_backend_symbol("aotishim_cuda_host_alloc"));
+    a.free = reinterpret_cast<void (*)(void*)>(find_backend_symbol("aotishim_cuda_host_free"));
+    if (!a.alloc || !a.free) a = PinnedAllocator{};
+    return a;
+  }();
+  return found;
+}
+
 }  // namespace
 
 extern "C" {
@@ -72,9 +91,11 @@ AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes_ptr,
   });
 }
 
-// Pinned (page-locked) host memory only makes host-device copies faster and
-// lets them run asynchronously; every copy here is ordered on its device's
-// stream whatever the memory, so a plain host allocation has the same meaning.
+// Pinned (page-locked) host memory from the cuda plugin's runtime
+// (cudaHostAlloc) when the plugin is present and gives it: copies between it
+// and a GPU are queued without the host waiting. Elsewhere (no plugin, no
+// GPU) plain host memory, which means the same to every copy here (each is
+// ordered on its device's stream whatever the memory), only slower.
 AOTITorchError aoti_torch_empty_strided_pinned(int64_t ndim, const int64_t* sizes_ptr,
                                                const int64_t* strides_ptr, int32_t dtype,
                                                int32_t device_type, int32_t device_index,
@@ -84,7 +105,20 @@ AOTITorchError aoti_torch_empty_strided_pinned(int64_t ndim, const int64_t* size
     AOTISHIM_CHECK(device_type_from_int(device_type) == DeviceType::CPU,
                    "only cpu tensors can be pinned, not device type ", device_type);
     std::vector<int64_t> sizes, strides;
-    read_shape(ndim, sizes_ptr, strides_ptr, sizes, strides);
+    const int64_t extent = read_shape(ndim, sizes_ptr, strides_ptr, sizes, strides);
+    const DType dt = dtype_from_int(dtype);
+    const PinnedAllocator& pinned = pinned_allocator();
+    void* data = nullptr;
+    if (pinned.alloc && extent > 0 &&
+        pinned.alloc(static_cast<size_t>(extent) * element_size(dt), &data) == 0) {
+      // The tensor owns the page-locked block, freed with its last view.
+      std::shared_ptr<void> block(data, pinned.free);
+      Tensor t = borrowed_tensor(device_for(device_type, device_index), data, ndim, sizes_ptr,
+                                 strides_ptr, dt, 0);
+      t.storage = Storage::adopt(t.storage->device(), data, t.storage->nbytes(), std::move(block));
+      *ret = register_tensor(std::move(t));
+      return;
+    }
     Tensor t = make_empty(device_for(device_type, device_index), dtype_from_int(dtype),
                           std::move(sizes), std::move(strides));
     *ret = register_tensor(std::move(t));

@@ -35,6 +35,12 @@ std::shared_ptr<Storage> Storage::borrow(Device& device, void* data, size_t nbyt
   return std::shared_ptr<Storage>(new Storage(device, data, nbytes, false, std::move(keepalive)));
 }
 
+std::shared_ptr<Storage> Storage::adopt(Device& device, void* data, size_t nbytes,
+                                        std::shared_ptr<void> release) {
+  AOTISHIM_CHECK(data != nullptr && release != nullptr, "cannot adopt a null block");
+  return std::shared_ptr<Storage>(new Storage(device, data, nbytes, true, std::move(release)));
+}
+
 Storage::~Storage() {
   if (!owned_) {
     if (keepalive_) {
@@ -47,7 +53,11 @@ Storage::~Storage() {
     return;
   }
   try {
-    device_->free(data_);
+    if (keepalive_) {
+      keepalive_.reset();  // adopted: its own release frees it
+    } else {
+      device_->free(data_);
+    }
   } catch (const std::exception& e) {
     log(LogLevel::Error, str("failed to free storage memory: ", e.what()));
   }

@@ -21,6 +21,11 @@ class Storage {
   static std::shared_ptr<Storage> borrow(Device& device, void* data, size_t nbytes,
                                          std::shared_ptr<void> keepalive = nullptr);
 
+  // Memory allocated elsewhere and owned from now on (counted as owned):
+  // freed by dropping `release` when the last tensor using it dies.
+  static std::shared_ptr<Storage> adopt(Device& device, void* data, size_t nbytes,
+                                        std::shared_ptr<void> release);
+
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

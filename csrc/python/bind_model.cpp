@@ -61,13 +61,14 @@ void bind_model(py::module_& m) {
       .def_static(
           "load",
           [](const std::string& path, const std::string& weights, const std::string& device,
-             bool cuda_graphs) {
+             bool cuda_graphs, bool mmap_weights) {
             LoadOptions options;
             options.cuda_graphs = cuda_graphs;
+            options.mmap_weights = mmap_weights;
             return without_gil([&] { return Model::load(path, weights, device, options); });
           },
           py::arg("path"), py::arg("weights") = "", py::arg("device") = "cpu",
-          py::arg("cuda_graphs") = false)
+          py::arg("cuda_graphs") = false, py::arg("mmap_weights") = false)
       .def(
           "run_host",
           [](Model& self, const std::vector<std::tuple<py::array, int32_t, bool>>& arrays) {
@@ -144,6 +145,8 @@ void bind_model(py::module_& m) {
       .def_property_readonly("constant_names", &Model::constant_names)
       .def_property_readonly("scope", &Model::scope)
       .def_property_readonly("constants_blob_size", &Model::constants_blob_size)
+      .def_property_readonly("mapped_weights_bytes", &Model::mapped_weights_bytes)
+      .def_property_readonly("copied_mapped_constants", &Model::copied_mapped_constants)
       .def_property_readonly("constant_data_ptrs",
                              [](const Model& self) {
                                std::vector<uintptr_t> out;

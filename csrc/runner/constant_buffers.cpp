@@ -88,6 +88,25 @@ void ConstantBuffers::describe(const ContainerApi* api, ContainerHandle containe
   }
 }
 
+void ConstantBuffers::adopt_active(std::vector<std::pair<std::string, AtenTensorHandle>> backings) {
+  ScopeGuard guard(scope_);
+  const std::map<std::string, AtenTensorHandle> now = entries(false);
+  Buffer& active = buffer(false);
+  for (const auto& entry : backings) {
+    const std::string& name = entry.first;
+    const auto c = std::find_if(constants_.begin(), constants_.end(),
+                                [&](const Constant& k) { return k.name == name; });
+    if (c == constants_.end()) {
+      unmatched_.push_back(entry.second);
+      continue;
+    }
+    Held& held = active.held[name];
+    held.backing = entry.second;
+    const auto it = now.find(c->fqn);
+    held.container_view = it == now.end() ? nullptr : it->second;
+  }
+}
+
 void ConstantBuffers::require(void* entry_point, const char* name) const {
   if (!entry_point) {
     throw Error("model '" + model_path_ + "' cannot read or change its constants: its " +
@@ -329,6 +348,8 @@ void ConstantBuffers::release() {
     b.held.clear();
     b.holds = false;
   }
+  for (AtenTensorHandle h : unmatched_) delete_if_live(h);
+  unmatched_.clear();
 }
 
 }  // namespace aotishim::runner

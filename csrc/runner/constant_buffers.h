@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "aotishim/c_shim.h"
@@ -28,6 +29,12 @@ class ConstantBuffers {
   // buffer (once its weights are in).
   void describe(const ContainerApi* api, ContainerHandle container, uint64_t scope,
                 const std::string& model_path, const std::string& device);
+
+  // After describe(): makes the tensors the container's active buffer was
+  // fed with (by constant name; borrowed by the container, as a
+  // user-managed update borrows them) the model's to delete, as if they had
+  // been loaded: a later load replaces them, release() deletes them.
+  void adopt_active(std::vector<std::pair<std::string, AtenTensorHandle>> backings);
 
   // FQNs the caller may load, in the model's order (folded constants are
   // the model's own business and not among them).
@@ -98,6 +105,8 @@ class ConstantBuffers {
   bool undescribed_ = false;  // the container counts constants it cannot describe
   std::array<Buffer, 2> buffers_;
   int active_ = 0;
+  // Adopted tensors of no loadable constant (none expected), deleted by release().
+  std::vector<AtenTensorHandle> unmatched_;
 };
 
 }  // namespace aotishim::runner

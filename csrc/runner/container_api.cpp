@@ -45,6 +45,7 @@ ContainerApi ContainerApi::resolve(const SharedLibrary& library) {
   bind(library, "AOTInductorModelContainerExtractConstantsMapEntries", api.constant_entries, false);
   bind(library, "AOTInductorModelContainerGetConstantOriginalFQN", api.constant_fqn, false);
   bind(library, "AOTInductorModelContainerGetConstantFromFolded", api.constant_from_folded, false);
+  bind(library, "AOTInductorModelContainerGetConstantDataSize", api.constant_data_size, false);
   bind(library, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
        api.update_user_managed_constants, false);
   bind(library, "AOTInductorModelContainerSwapConstantBuffer", api.swap_constant_buffer, false);

@@ -43,6 +43,7 @@ struct ContainerApi {
                                        bool use_inactive) = nullptr;
   AOTIRuntimeError (*constant_fqn)(ContainerHandle, size_t, const char**) = nullptr;
   AOTIRuntimeError (*constant_from_folded)(ContainerHandle, size_t, bool*) = nullptr;
+  AOTIRuntimeError (*constant_data_size)(ContainerHandle, size_t, size_t*) = nullptr;
   // The constants API (torch's load_constants / swap_constant_buffer / ...).
   AOTIRuntimeError (*update_user_managed_constants)(ContainerHandle, const ConstantMapEntry*,
                                                     size_t num_pairs, bool use_inactive,

@@ -12,7 +12,8 @@
 
 namespace aotishim::runner {
 
-MappedFile::MappedFile(const std::string& path, const std::string& what) {
+MappedFile::MappedFile(const std::string& path, const std::string& what, bool copy_on_write)
+    : copy_on_write_(copy_on_write) {
   // Non-blocking: opening a FIFO must not wait for a writer (it is refused below).
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw Error("cannot open " + what + " '" + path + "': " + std::strerror(errno));
@@ -24,7 +25,9 @@ MappedFile::MappedFile(const std::string& path, const std::string& what) {
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {
     // Mapped, not read: pages come from the page cache and are shared.
-    void* mapped = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    // MAP_PRIVATE either way: writes (copy_on_write) stay in this process.
+    const int protection = copy_on_write ? PROT_READ | PROT_WRITE : PROT_READ;
+    void* mapped = mmap(nullptr, size_, protection, MAP_PRIVATE, fd, 0);
     if (mapped == MAP_FAILED) {
       const int err = errno;
       close(fd);
@@ -43,7 +46,8 @@ void MappedFile::reset() {
   size_ = 0;
 }
 
-MappedFile::MappedFile(MappedFile&& other) noexcept : data_(other.data_), size_(other.size_) {
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(other.data_), size_(other.size_), copy_on_write_(other.copy_on_write_) {
   other.data_ = nullptr;
   other.size_ = 0;
 }
@@ -53,6 +57,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     reset();
     data_ = other.data_;
     size_ = other.size_;
+    copy_on_write_ = other.copy_on_write_;
     other.data_ = nullptr;
     other.size_ = 0;
   }

@@ -24,6 +24,7 @@
 #include "runner/proxy_executor.h"
 #include "runner/shared_library.h"
 #include "runner/mapped_file.h"
+#include "runner/mapped_weights.h"
 
 namespace aotishim {
 
@@ -44,6 +45,12 @@ struct Model::Impl {
   runner::ContainerApi api;
   ContainerHandle container = nullptr;
   runner::MappedFile weights;  // the model keeps a pointer into it
+  // mmap_weights: the constants borrow this mapping (their tensors keep it
+  // alive), handed to `constants` once it has described them.
+  bool mmap_weights = false;
+  uint64_t mapped_bytes = 0;
+  size_t mapped_copied = 0;
+  std::vector<std::pair<std::string, AtenTensorHandle>> mapped_views;
   // Ops the compiled code calls through the proxy executor (null when the
   // package lists none); it outlives the container.
   std::unique_ptr<runner::ProxyExecutor> proxy;
@@ -88,6 +95,7 @@ struct Model::Impl {
 
   void open_container();
   void feed_weights(const std::string& requested);
+  void borrow_mapped_weights(const std::string& chosen);
   void record_constant_ptrs();
   std::vector<std::string> teardown();
   void require_open() const;
@@ -317,20 +325,40 @@ void Model::Impl::feed_weights(const std::string& requested) {
     throw Error("'" + path + "' cannot take a weights blob (no AOTInductorModelUpdateConstantsFromBlob)");
   }
   // Opening it is the existence check: "cannot open weights '...': No such file or directory".
-  weights = runner::MappedFile(chosen, "weights");
-  if (external && weights.size() < blob_size) {
+  // Copy-on-write for mmap_weights: the model may write constants it borrows.
+  auto file = std::make_shared<runner::MappedFile>(chosen, "weights", mmap_weights);
+  if (external && file->size() < blob_size) {
     throw Error("weights file '" + chosen + "' is truncated: it holds " +
-                std::to_string(weights.size()) + " bytes but the model expects " +
+                std::to_string(file->size()) + " bytes but the model expects " +
                 std::to_string(blob_size));
   }
   // The container knows the exact size its constants take in the blob (the
   // sum over its constants, each at its offset): a blob of any other size
   // was written for another model, whose bytes would be read as this one's.
-  if (external && weights.size() > blob_size) {
-    throw Error("weights file '" + chosen + "' holds " + std::to_string(weights.size()) +
+  if (external && file->size() > blob_size) {
+    throw Error("weights file '" + chosen + "' holds " + std::to_string(file->size()) +
                 " bytes, more than the " + std::to_string(blob_size) +
                 " the model expects: it is another model's weights (pass this model's)");
   }
+  if (mmap_weights && external && file->size() > 0) {
+    ScopeGuard guard(scope);
+    const std::vector<runner::BlobConstant> layout =
+        runner::blob_layout(api, library.digest(), device, blob_size, path);
+    runner::BlobViews views = runner::view_blob(layout, file);
+    mapped_views = std::move(views.by_name);  // deleted by teardown() if the rest fails
+    mapped_copied = views.copied;
+    std::vector<runner::ConstantMapEntry> pairs;
+    for (const auto& [name, handle] : mapped_views) pairs.push_back({name.c_str(), handle});
+    clear_last_error();
+    api.check(api.update_user_managed_constants(container, pairs.data(), pairs.size(),
+                                                /*use_inactive=*/false,
+                                                /*validate_full_update=*/false),
+              "borrowing the mapped weights '" + chosen + "'");
+    mapped_bytes = file->size();
+    weights_path = chosen;
+    return;  // the views hold the mapping; `file` goes here
+  }
+  weights = std::move(*file);
   ScopeGuard guard(scope);
   clear_last_error();
   api.check(api.update_constants_from_blob(container, weights.data()),
@@ -373,6 +401,11 @@ std::vector<std::string> Model::Impl::teardown() {
     container = nullptr;
   }
   constants.release();  // what backed loaded constants, now that nothing reads it
+  if (!mapped_views.empty()) {  // a load that failed before `constants` adopted them
+    ScopeGuard guard(scope);
+    for (auto& [name, handle] : mapped_views) runner::delete_if_live(handle);
+    mapped_views.clear();
+  }
   if (has_scope) {
     CurrentDevice on(*target);
     for (std::string& leak : destroy_scope(scope)) found.push_back(std::move(leak));
@@ -496,6 +529,14 @@ std::unique_ptr<Model> Model::load(const std::string& requested_path,
     m.cuda_graphs = true;
     m.graphs = std::make_unique<runner::GraphRuns>(target, fs::path(so_path).filename().string());
   }
+  if (options.mmap_weights) {
+    if (!is_cpu(device)) {
+      throw Error("mmap_weights applies to cpu models, whose constants can borrow the mapped " +
+                  std::string("blob; a model on '") + device + "' copies its weights to the " +
+                  "device (load it without mmap_weights)");
+    }
+    m.mmap_weights = true;
+  }
   m.scope = create_scope("model " + fs::path(so_path).filename().string());
   m.has_scope = true;
   // The model's constructor makes its device current and leaves it so.
@@ -505,6 +546,8 @@ std::unique_ptr<Model> Model::load(const std::string& requested_path,
     m.feed_weights(weights_path);
     m.record_constant_ptrs();
     m.constants.describe(&m.api, m.container, m.scope, so_path, device);
+    if (!m.mapped_views.empty()) m.constants.adopt_active(std::move(m.mapped_views));
+    m.mapped_views.clear();
   } catch (...) {
     m.closed = true;
     m.torn_down = true;
@@ -711,6 +754,8 @@ const std::vector<std::string>& Model::output_names() const { return impl_->outp
 const std::vector<std::string>& Model::constant_names() const { return impl_->constant_names; }
 uint64_t Model::scope() const { return impl_->scope; }
 uint64_t Model::constants_blob_size() const { return impl_->blob_size; }
+uint64_t Model::mapped_weights_bytes() const { return impl_->mapped_bytes; }
+size_t Model::copied_mapped_constants() const { return impl_->mapped_copied; }
 const std::vector<const void*>& Model::constant_data_ptrs() const { return impl_->constant_ptrs; }
 bool Model::records_graphs() const { return impl_->cuda_graphs; }
 

@@ -552,13 +552,14 @@ class Model:
 
     @property
     def memory_stats(self) -> dict:
-        """This model's scope in :func:`aotishim.memory_stats` (tensors, bytes, ...);
-        after close, zeros."""
+        """This model's scope in :func:`aotishim.memory_stats` (tensors, bytes, ...),
+        with ``mapped_bytes``: the weights blob its constants borrow
+        (``mmap_weights``), 0 without; after close, zeros."""
         for scope in _core.memory_stats()["scopes"]:
             if scope["id"] == self._core.scope:
-                return dict(scope)
+                return dict(scope, mapped_bytes=self._core.mapped_weights_bytes)
         return {"id": self._core.scope, "name": "", "tensors": 0, "owned_storages": 0,
-                "owned_bytes": 0, "borrowed_storages": 0}
+                "owned_bytes": 0, "borrowed_storages": 0, "mapped_bytes": 0}
 
     # ---- constants (torch's runner API) ----
     def get_constant_fqns(self) -> list[str]:
@@ -954,7 +955,8 @@ def extract_package(archive: zipfile.ZipFile, so_path: Path,
 
 
 def load(path: str | Path | bytes | BinaryIO, *, weights: str | Path | None = None,
-         device: str = "cpu", cuda_graphs: bool = False, model_name: str | None = None) -> Model:
+         device: str = "cpu", cuda_graphs: bool = False, model_name: str | None = None,
+         mmap_weights: bool = False) -> Model:
     """Load a compiled model for ``device`` ("cpu", "cuda:0", ...).
 
     ``path`` is a model ``.so`` (weights found beside it unless ``weights`` is
@@ -977,11 +979,19 @@ def load(path: str | Path | bytes | BinaryIO, *, weights: str | Path | None = No
     waits for the GPU, as data-dependent output sizes do) runs as it would
     without; :attr:`Model.graphs` says which signatures were recorded and why
     not.
+
+    ``mmap_weights=True`` (cpu models) lets the constants borrow the weights
+    blob mapped copy-on-write instead of a copy of it: the weights take
+    memory once, as file pages paged in by the runs that read them. The
+    mapping lives as long as the model (or a view of its constants); keep
+    the file unchanged meanwhile (see README "Weights"). A ``.pt2`` (a path,
+    bytes, a file object) maps the blob extracted from it.
     """
+    load_options = {"cuda_graphs": bool(cuda_graphs), "mmap_weights": bool(mmap_weights)}
     if weights is not None:
         weights = _resolve_file(weights, "weights file")
     if isinstance(path, (bytes, bytearray, memoryview)):
-        return _load_archive(io.BytesIO(path), "<bytes>.pt2", weights, device, cuda_graphs,
+        return _load_archive(io.BytesIO(path), "<bytes>.pt2", weights, device, load_options,
                              model_name)
     if hasattr(path, "read"):
         label = f"<{getattr(path, 'name', 'file object')}>"
@@ -990,33 +1000,35 @@ def load(path: str | Path | bytes | BinaryIO, *, weights: str | Path | None = No
             stream = path if path.seekable() else io.BytesIO(path.read())
         except (OSError, ValueError) as e:
             raise ModelError(f"cannot read the package from {label}: {e}") from None
-        return _load_archive(stream, label, weights, device, cuda_graphs, model_name)
+        return _load_archive(stream, label, weights, device, load_options, model_name)
     if Path(path).is_dir():
-        return _load_folder(Path(path), weights, device, cuda_graphs, model_name)
+        return _load_folder(Path(path), weights, device, load_options, model_name)
     source = _resolve_file(path, "model file")
     if zipfile.is_zipfile(source):
-        return _load_archive(source, str(source), weights, device, cuda_graphs, model_name)
+        return _load_archive(source, str(source), weights, device, load_options, model_name)
     if model_name is not None:
         raise ModelError(f"model_name applies to packages; '{source}' is a model library")
     if source.suffix not in (".so", ".dylib") and not _is_elf(source):
         raise ModelError(
             f"'{source}' is neither a compiled model library (.so built by AOTInductor with "
             "aot_inductor.link_libtorch=False) nor a .pt2 package")
-    return _load_library(source, source, weights, device, cuda_graphs)
+    return _load_library(source, source, weights, device, load_options)
 
 
 def _load_library(so: Path, source: Path, weights: str | Path | None, device: str,
-                  cuda_graphs: bool = False) -> Model:
+                  options: dict | None = None) -> Model:
     spec = _read_spec(so)
+    options = options or {}
     try:
         core = _core.Model.load(str(so), "" if weights is None else str(weights), device,
-                                bool(cuda_graphs))
+                                options.get("cuda_graphs", False),
+                                options.get("mmap_weights", False))
     except ShimError as e:
         raise ModelError(str(e)) from None
     return Model(core, source, spec)
 
 
-def _load_folder(folder: Path, weights: Path | None, device: str, cuda_graphs: bool,
+def _load_folder(folder: Path, weights: Path | None, device: str, options: dict,
                  model_name: str | None) -> Model:
     """A package extracted into ``folder``: its library loaded in place."""
     folder = folder.resolve()
@@ -1029,11 +1041,11 @@ def _load_folder(folder: Path, weights: Path | None, device: str, cuda_graphs: b
     blob = so.with_name(so.stem + "_weights.blob")
     if weights is None and blob.is_file():
         weights = blob
-    return _load_library(so, so, weights, device, cuda_graphs)
+    return _load_library(so, so, weights, device, options)
 
 
 def _load_archive(package: Path | BinaryIO, label: str, weights: str | Path | None, device: str,
-                  cuda_graphs: bool = False, model_name: str | None = None) -> Model:
+                  options: dict | None = None, model_name: str | None = None) -> Model:
     try:
         archive = zipfile.ZipFile(package)
     except (zipfile.BadZipFile, OSError, ValueError) as e:
@@ -1050,7 +1062,8 @@ def _load_archive(package: Path | BinaryIO, label: str, weights: str | Path | No
         except ModelError as e:
             raise ModelError(f"'{label}': {e}") from None
         try:
-            model = _load_library(so, Path(label), weights, device, cuda_graphs)
+            # A mapped blob outlives its extracted file, which goes on return.
+            model = _load_library(so, Path(label), weights, device, options)
         except ModelError as e:
             # Name the package, not files that are gone once this returns.
             message = str(e).replace(str(so), f"{label}!{so_member}")

@@ -9,7 +9,7 @@
 #   goes, PROFILE_MODELS=a,b of the bench's cache; "kernels": kernel against
 #   call time per side, KERNEL_MODELS=a,b KERNEL_SIDES=..., KERNELS_S)
 #   TIMEOUT_<PHASE>=seconds
-#   TEST_GROUPS="device cublas_legacy models graphs multi dlpack ops newops torchvision zoo heuristic legacy" (default: all):
+#   TEST_GROUPS="device cublas_legacy models graphs multi dlpack constants ops newops torchvision zoo heuristic legacy" (default: all):
 #   which groups of tests/gpu the test phase runs
 #   TOTAL_S=540: the whole run's time; each phase gets what is left of it, and
 #   the benchmark measures within what remains (its table always completes).
@@ -20,7 +20,7 @@ OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 PHASES=${PHASES:-build models test bench}
-TEST_GROUPS=${TEST_GROUPS:-device cublas_legacy models graphs multi dlpack ops newops torchvision zoo heuristic legacy}
+TEST_GROUPS=${TEST_GROUPS:-device cublas_legacy models graphs multi dlpack constants ops newops torchvision zoo heuristic legacy}
 TOTAL_S=${TOTAL_S:-540}
 export PYTHONUNBUFFERED=1
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
@@ -200,6 +200,10 @@ if has test; then
     t pytest_dlpack.log "${TIMEOUT_TEST:-200}" -s tests/gpu/test_cuda_dlpack.py
     grep "^DLPACK" "$OUT/pytest_dlpack.log" > "$OUT/dlpack_errors.txt" || true
   fi
+  # The constants API on a cuda model (load, swap, extract, shared weights),
+  # pinned memory and the staged uploads.
+  group constants && t pytest_constants.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_constants.py \
+    tests/gpu/test_cuda_pinned.py
   # The fallback ops against torch (attention, convolution, topk, nonzero),
   # then the zoo models; every output's error is a "ZOO ..." line.
   group ops && t pytest_ops.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_ops.py \

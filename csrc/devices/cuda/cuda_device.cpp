@@ -188,19 +188,27 @@ void CudaDevice::upload(const Tensor& dst, const void* host_src) {
     AOTISHIM_CHECK(capturing == cudaStreamCaptureStatusNone,
                    "a copy from host memory cannot be recorded in a CUDA graph");
   }
-  AOTISHIM_CUDA_CHECK(cudaMemcpyAsync(dst.data(), host_src, n, cudaMemcpyHostToDevice, s));
-  count_command();
-  // From pageable memory the copy has consumed the source when it returns;
-  // from pinned memory it has not, and the caller may free the source next.
   cudaPointerAttributes attr{};
   if (cudaPointerGetAttributes(&attr, host_src) != cudaSuccess) {
     cudaGetLastError();
-    attr.type = cudaMemoryTypeHost;  // unknown: be safe
+    attr.type = cudaMemoryTypeUnregistered;  // unknown: copied as pageable memory
   }
-  if (attr.type == cudaMemoryTypeHost) {
-    AOTISHIM_CUDA_CHECK(cudaStreamSynchronize(s));
-    synchronizes_.fetch_add(1, std::memory_order_relaxed);
+  count_command();
+  if (attr.type != cudaMemoryTypeHost) {
+    // Pageable memory: through the page-locked staging buffers, so the copy
+    // is queued behind the stream's work instead of waiting for it; the
+    // source has been read when this returns (pinned_staging.h).
+    if (staging_.upload(dst.data(), host_src, n, s)) return;
+    // No page-locked memory to be had: the runtime's own copy, which has
+    // also consumed the source when it returns.
+    AOTISHIM_CUDA_CHECK(cudaMemcpyAsync(dst.data(), host_src, n, cudaMemcpyHostToDevice, s));
+    return;
   }
+  // Page-locked memory of the caller's: the copy reads it after this
+  // returns, and the caller may free it next, so it is waited for.
+  AOTISHIM_CUDA_CHECK(cudaMemcpyAsync(dst.data(), host_src, n, cudaMemcpyHostToDevice, s));
+  AOTISHIM_CUDA_CHECK(cudaStreamSynchronize(s));
+  synchronizes_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void CudaDevice::synchronize() {

@@ -18,6 +18,7 @@
 #include "devices/cuda/cublaslt_plans.h"
 #include "devices/cuda/deferred_release.h"
 #include "core/device.h"
+#include "devices/cuda/pinned_staging.h"
 #include "ops/gemm.h"
 
 namespace aotishim {
@@ -101,6 +102,7 @@ class CudaDevice final : public Device {
   DeferredReleases borrowed_;  // producers' memory the GPU may still use
   std::atomic<uint64_t> synchronizes_{0};
   std::atomic<uint64_t> commands_{0};
+  PinnedStaging staging_;  // uploads from pageable host memory
 };
 
 // The cuda device `index` (created and registered on first use).

@@ -80,6 +80,17 @@ struct LoadOptions {
   // are serialized. A signature whose run cannot be recorded (it waits for
   // the device, as data-dependent output sizes do) runs as without.
   bool cuda_graphs = false;
+  // cpu models: the constants borrow the weights blob mapped copy-on-write
+  // (MAP_PRIVATE) instead of a copy the container makes of it, so the
+  // weights take memory once, as file pages the kernel may share and
+  // reclaim, paged in as runs read them. A write to a constant (by the
+  // model, or through extract_constants_map) copies only the page it
+  // touches; the file is never written. The mapping lives while the model
+  // (or a view of its constants) does; a change to the file by another
+  // writer shows through where no page was copied, and truncating it makes
+  // later reads fail (SIGBUS): keep the file as it is while the model is
+  // loaded. Other devices refuse it (their weights are uploaded).
+  bool mmap_weights = false;
 };
 
 // One input signature of a model loaded with cuda_graphs (Model::graphs()).
@@ -155,6 +166,11 @@ class AOTISHIM_API Model {
   uint64_t scope() const;
   // Bytes of weights the model expects (0 when it has none or cannot say).
   uint64_t constants_blob_size() const;
+  // Bytes of the weights blob mapped for the constants (mmap_weights), 0
+  // without; and how many constants were copied out of it instead (those
+  // the blob leaves unaligned for their dtype).
+  uint64_t mapped_weights_bytes() const;
+  size_t copied_mapped_constants() const;
   // Where each constant's data lay after loading (diagnostics and tests).
   const std::vector<const void*>& constant_data_ptrs() const;
   // Whether runs are recorded as CUDA graphs, and each signature seen so
