@@ -14,7 +14,7 @@ namespace aotishim {
 // the pairs i < j in row order. p = 0: the count of differing elements; 1:
 // the sum of |d|; 2: sqrt of the sum of d^2; inf: the max of |d| (NaN
 // propagates); else (sum |d|^p)^(1/p). euclid_mm (cdist, p = 2): torch's
-// matrix-product form, sqrt(max(|a|^2 - 2 a.b + |b|^2, 1e-30)).
+// matrix-product form, sqrt(max(|a|^2 - 2 a.b + |b|^2, 0)).
 struct DistanceArgs {
   Tensor x1, x2, out;  // x2 unused for pdist
   double p = 2;

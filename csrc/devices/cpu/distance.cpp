@@ -110,7 +110,7 @@ void cdist(const DistanceArgs& a) {
         T dot = 0;
         for (int64_t k = 0; k < m; ++k) dot += (T(-2) * a_row[k * cs1]) * b_row[k * cs2];
         const T sq = dot + n1 + norms2[j];
-        out[j] = std::sqrt(std::max(sq, static_cast<T>(1e-30)));
+        out[j] = std::sqrt(std::max(sq, T(0)));  // a NaN stays NaN
       }
     }
   });
