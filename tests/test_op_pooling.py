@@ -68,6 +68,13 @@ def test_3d_layouts_as_torch():
     assert s_ap == list(A.avg_pool3d(v, [2]).stride())  # contiguous
     ((_, s_aa),) = _call("_adaptive_avg_pool3d", to_shim(v), [2, 3, 4])
     assert s_aa == list(A._adaptive_avg_pool3d(v, [2, 3, 4]).stride())
+    # an unbatched (C, D, H, W) input whose strides read as a 2-D channels-last
+    # layout: torch's 3-D pools know no such layout (it refuses the input);
+    # the output is contiguous, as for every unbatched input
+    u = torch.randn(3, 5, 6, 7).contiguous(memory_format=torch.channels_last)
+    (got, s_u), _ = _call("max_pool3d_with_indices", to_shim(u), [2], [], [0], [1], 0)
+    want = A.max_pool3d_with_indices(u.contiguous(), [2], [], [0], [1], False)[0]
+    assert s_u == list(want.stride()) and same(got, want)
 
 
 def test_max_unpool_checks_indices():

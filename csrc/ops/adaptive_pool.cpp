@@ -46,7 +46,7 @@ void adaptive_pool(const ops::OpCall& call, int64_t spatial, AtenTensorHandle se
   std::vector<int64_t> out_sizes(self.sizes.begin(), self.sizes.end() - spatial);
   out_sizes.insert(out_sizes.end(), output_size, output_size + spatial);
   const std::vector<int64_t> strides =
-      spatial == 2 ? pool_output_strides(self, out_sizes) : contiguous_strides(out_sizes);
+      spatial == 2 ? pool_output_strides(self, spatial, out_sizes) : contiguous_strides(out_sizes);
   Device& device = self.device();
   Tensor out = make_empty(device, self.dtype, out_sizes, strides);
   Tensor indices = max ? make_empty(device, DType::Int64, out_sizes, strides) : Tensor{};

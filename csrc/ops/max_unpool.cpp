@@ -57,7 +57,7 @@ void unpool(const ops::OpCall& call, int64_t n, AtenTensorHandle self_h,
   out_sizes.insert(out_sizes.end(), output_size, output_size + n);
   Device& device = self.device();
   Tensor out = make_empty(device, self.dtype, out_sizes,
-                          two ? pool_output_strides(self, out_sizes) : contiguous_strides(out_sizes));
+                          two ? pool_output_strides(self, n, out_sizes) : contiguous_strides(out_sizes));
   if (out.numel() > 0) {
     UnpoolArgs a;
     a.self = pool_view_5d(self, n);

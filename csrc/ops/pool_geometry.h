@@ -29,12 +29,13 @@ inline Tensor pool_view_5d(const Tensor& t, int64_t spatial) {
 }
 
 // The strides torch gives a pooling op's output of `sizes` for input `self`
-// when the op follows its input's memory format: channels-last for a
-// batched input whose strides are like channels-last, else contiguous.
-inline std::vector<int64_t> pool_output_strides(const Tensor& self,
+// (`spatial` dims) when the op follows its input's memory format:
+// channels-last for a batched input whose strides are like channels-last,
+// else contiguous (an unbatched input's output is always contiguous, even
+// when its strides read as a channels-last layout of one rank less).
+inline std::vector<int64_t> pool_output_strides(const Tensor& self, int64_t spatial,
                                                 const std::vector<int64_t>& sizes) {
-  if (self.dim() == static_cast<int64_t>(sizes.size()) &&
-      strides_like_channels_last(self.sizes, self.strides))
+  if (self.dim() == spatial + 2 && strides_like_channels_last(self.sizes, self.strides))
     return channels_last_strides(sizes);
   return contiguous_strides(sizes);
 }

@@ -130,7 +130,7 @@ void windowed_pool(const ops::OpCall& call, const PoolSpec& spec, AtenTensorHand
 
   std::vector<int64_t> out_sizes(self.sizes.begin(), self.sizes.end() - n);
   out_sizes.insert(out_sizes.end(), out_spatial.begin(), out_spatial.end());
-  const std::vector<int64_t> strides = spec.follows_layout ? pool_output_strides(self, out_sizes)
+  const std::vector<int64_t> strides = spec.follows_layout ? pool_output_strides(self, n, out_sizes)
                                                            : contiguous_strides(out_sizes);
   Device& device = self.device();
   Tensor out = make_empty(device, self.dtype, out_sizes, strides);
