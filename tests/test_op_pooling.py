@@ -50,7 +50,9 @@ def test_max_pools_take_the_last_nan_and_the_first_of_ties():
      lambda x: A.max_pool2d_with_indices(x, [3, 2], [2, 1], [1, 1], [1, 2], True)),
 ])
 def test_2d_pools_follow_a_channels_last_input(op, args, ref):
-    x = torch.randn(2, 3, 7, 9).contiguous(memory_format=torch.channels_last)
+    # 32 channels: all in torch's vector lanes, whatever their width (see
+    # test_averages_round_as_torch)
+    x = torch.randn(2, 32, 7, 9).contiguous(memory_format=torch.channels_last)
     got = _call(op, to_shim(x), *args)
     want = ref(x)
     want = want if isinstance(want, tuple) else (want,)
@@ -153,6 +155,38 @@ def test_cdist_matrix_product_form_matches_torch():
     want = A._cdist_forward(a, a, 2.0, 1)
     assert not got.isnan().any() and bool((got >= 0).all())
     torch.testing.assert_close(got, want, rtol=1e-5, atol=4e-3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_averages_round_as_torch(dtype, layout):
+    """Bitwise torch's values: its kernels' summation order and divisions
+    (the channels-last adaptive kernel divides its vector lanes' sums once by
+    the window's size, the others once per dim). 32 channels fill the lanes
+    whatever their width (channels past the last full vector would divide
+    per dim there: an ulp apart, within the OpInfo comparison). bfloat16
+    3-D adaptive averages are left out: torch's 3-D kernel rounds its sums
+    differently there (ours accumulate in float32, at least as close to the
+    exact answer, which the OpInfo comparison checks)."""
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(4, 32, 23, 29, generator=g).to(dtype)
+    v = torch.randn(2, 4, 11, 13, 9, generator=g).to(dtype)
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+        v = v.contiguous(memory_format=torch.channels_last_3d)
+    cases = [("_adaptive_avg_pool2d", x, ([5, 7],), lambda t: A._adaptive_avg_pool2d(t, [5, 7])),
+             ("avg_pool2d", x, ([3], [2], [1], 1, 0, None),
+              lambda t: A.avg_pool2d(t, [3], [2], [1], True, False, None))]
+    if dtype == torch.float32:  # torch's avg_pool3d takes no reduced types
+        cases.append(("_adaptive_avg_pool3d", v, ([3, 5, 4],),
+                      lambda t: A._adaptive_avg_pool3d(t, [3, 5, 4])))
+        cases.append(("avg_pool3d", v, ([3, 2, 2], [2], [1, 0, 1], 0, 1, 5),
+                      lambda t: A.avg_pool3d(t, [3, 2, 2], [2], [1, 0, 1], False, True, 5)))
+    for op, t, args, ref in cases:
+        ((got, strides),) = _call(op, to_shim(t), *args)
+        want = ref(t)
+        assert strides == list(want.stride()), op
+        assert same(got, want.contiguous()), op
 
 
 def _fallbacks(so) -> set[str]:

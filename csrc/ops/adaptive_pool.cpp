@@ -53,6 +53,7 @@ void adaptive_pool(const ops::OpCall& call, int64_t spatial, AtenTensorHandle se
   if (out.numel() > 0) {
     AdaptivePoolArgs args;
     args.max = max;
+    args.divide_once = strides != contiguous_strides(out_sizes);  // torch's channels-last kernel
     args.self = pool_view_5d(self, spatial);
     args.out = pool_view_5d(out, spatial);
     if (max) args.indices = pool_view_5d(indices, spatial);

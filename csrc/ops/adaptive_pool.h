@@ -21,6 +21,11 @@ namespace aotishim {
 struct AdaptivePoolArgs {
   Tensor self, out, indices;  // indices: int64, max only
   bool max = false;
+  // average: divide the sum once by the window's size, as torch's
+  // channels-last kernel does in its vector lanes (its other kernels, and
+  // that one past the last full vector of channels, divide by each dim's
+  // extent in turn; the two can differ in the last bit)
+  bool divide_once = false;
 };
 
 namespace ops {

@@ -60,9 +60,11 @@ void host_adaptive_pool(const AdaptivePoolArgs& a) {
                 for (int64_t d = d0; d < d1; ++d)
                   for (int64_t h = h0; h < h1; ++h)
                     for (int64_t w = w0; w < w1; ++w) sum += E::load(plane[d * s[2] + h * s[3] + w * s[4]]);
-                // one division per dim, as torch's kernel divides
-                dst[o] = E::store(sum / static_cast<V>(d1 - d0) / static_cast<V>(h1 - h0) /
-                                  static_cast<V>(w1 - w0));
+                // as torch's kernels divide (ops/adaptive_pool.h)
+                dst[o] = E::store(a.divide_once
+                                      ? sum / static_cast<V>((d1 - d0) * (h1 - h0) * (w1 - w0))
+                                      : sum / static_cast<V>(d1 - d0) / static_cast<V>(h1 - h0) /
+                                            static_cast<V>(w1 - w0));
               }
             }
           }
