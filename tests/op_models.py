@@ -184,6 +184,52 @@ class Lstm(nn.Module):
         return out, h, c
 
 
+class Pooling2d(nn.Module):
+    """Pools Inductor leaves as fallback calls: adaptive pools with sizes that
+    do not divide the input, average pools with windows over 25 cells (2-D
+    with ceil mode and padding left out of the count, 3-D with a divisor),
+    and an adaptive pool of a channels-last buffer, whose output layout the
+    generated code relies on."""
+
+    def forward(self, x, v):
+        avg = F.adaptive_avg_pool2d(x, (3, 5))
+        mx, idx = F.adaptive_max_pool2d(x * 2, (3, 4), return_indices=True)
+        big = F.avg_pool2d(x, 7, stride=2, padding=3, ceil_mode=True, count_include_pad=False)
+        vol = F.avg_pool3d(v, 3, stride=2, padding=1, divisor_override=7)
+        cl = F.adaptive_avg_pool2d(x.contiguous(memory_format=torch.channels_last) + 1, (5, 3))
+        return avg + 1, mx, idx, big * 3, vol, cl * 2
+
+
+class GridSample3d(nn.Module):
+    """Volumetric sampling (a spatial transformer's 3-D form): every mode."""
+
+    def forward(self, v, grid):
+        a = F.grid_sample(v, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+        b = F.grid_sample(v, grid * 1.5, mode="bilinear", padding_mode="border", align_corners=True)
+        c = F.grid_sample(v, grid * 2, mode="nearest", padding_mode="reflection",
+                          align_corners=False)
+        return a, b, c
+
+
+class Distances(nn.Module):
+    """cdist (both sides at most 25 rows: the direct kernel) and pdist."""
+
+    def forward(self, a, b):
+        return torch.cdist(a, b), torch.cdist(a, b, p=1.0), torch.cdist(a, b, p=float("inf")), \
+            F.pdist(a[0] * 2), F.pdist(a[1], p=3.0)
+
+
+class BilinearHead(nn.Module):
+    """nn.Bilinear (its _trilinear), batched over two leading dims."""
+
+    def __init__(self):
+        super().__init__()
+        self.bil = nn.Bilinear(6, 5, 4)
+
+    def forward(self, x1, x2):
+        return torch.relu(self.bil(x1, x2))
+
+
 def check_model(model_cache: Path, name: str, module: nn.Module, args: tuple, *,
                 rtol: float = 1e-5, atol: float = 1e-5) -> float:
     """Compile (cached), load, run, compare every output with eager (shape,

@@ -503,6 +503,177 @@ def _sdpa(s):
                 packed_reference=True)
 
 
+# ---- pooling, grid sampling, distances, _trilinear
+
+
+def _pool_kwargs(s, names, defaults):
+    """A sample's positional and keyword arguments by name, with F's defaults."""
+    a = dict(defaults) | dict(zip(names, s.args)) | s.kwargs
+    return a
+
+
+def _pool_list(v, n):
+    if v is None:
+        return []
+    return _listify(v, n)
+
+
+def _adaptive_pool2d(max_pool):
+    def adapt(s):
+        size = s.args[0] if s.args else s.kwargs["output_size"]
+        size = list(size) if isinstance(size, (tuple, list)) else [size, size]
+        size = [s.input.shape[-2 + i] if v is None else int(v) for i, v in enumerate(size)]
+        if max_pool:
+            return Call("adaptive_max_pool2d", {"self": s.input}, lambda t, o: [t["self"], size],
+                        lambda t: tuple(torch.ops.aten.adaptive_max_pool2d(t["self"], size)))
+        return Call("_adaptive_avg_pool2d", {"self": s.input}, lambda t, o: [t["self"], size],
+                    lambda t: (torch.ops.aten._adaptive_avg_pool2d(t["self"], size),))
+    return adapt
+
+
+def _avg_pool(n):
+    aten = getattr(torch.ops.aten, f"avg_pool{n}d")
+
+    def adapt(s):
+        a = _pool_kwargs(s, ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                             "divisor_override"],
+                         {"stride": None, "padding": 0, "ceil_mode": False,
+                          "count_include_pad": True, "divisor_override": None})
+        k, st = _pool_list(a["kernel_size"], n), _pool_list(a["stride"], n)
+        p = _pool_list(a["padding"], n)
+        ceil, cip, div = bool(a["ceil_mode"]), bool(a["count_include_pad"]), a["divisor_override"]
+        return Call(f"avg_pool{n}d", {"self": s.input},
+                    lambda t, o: [t["self"], k, st, p, int(ceil), int(cip), div],
+                    lambda t: (aten(t["self"], k, st, p, ceil, cip, div),))
+    return adapt
+
+
+def _max_pool(n):
+    aten = getattr(torch.ops.aten, f"max_pool{n}d_with_indices")
+
+    def adapt(s):
+        a = _pool_kwargs(s, ["kernel_size", "stride", "padding", "dilation", "ceil_mode"],
+                         {"stride": None, "padding": 0, "dilation": 1, "ceil_mode": False})
+        k, st = _pool_list(a["kernel_size"], n), _pool_list(a["stride"], n)
+        p, d, ceil = _pool_list(a["padding"], n), _pool_list(a["dilation"], n), bool(a["ceil_mode"])
+        return Call(f"max_pool{n}d_with_indices", {"self": s.input},
+                    lambda t, o: [t["self"], k, st, p, d, int(ceil)],
+                    lambda t: tuple(aten(t["self"], k, st, p, d, ceil)))
+    return adapt
+
+
+def _fractional_max_pool(n):
+    aten = getattr(torch.ops.aten, f"fractional_max_pool{n}d")
+
+    def adapt(s):
+        x = s.input
+        k = _listify(s.args[0] if s.args else s.kwargs["kernel_size"], n)
+        if s.kwargs.get("output_size") is not None:
+            size = _listify(s.kwargs["output_size"], n)
+        else:
+            ratio = s.kwargs["output_ratio"]
+            ratio = list(ratio) if isinstance(ratio, (tuple, list)) else [ratio] * n
+            size = [int(x.shape[-n + i] * ratio[i]) for i in range(n)]
+        samples = s.kwargs.get("_random_samples")
+        if samples is None:  # the draw F would make, made here from a fixed seed
+            batch = x.shape[0] if x.dim() == n + 2 else 1
+            g = torch.Generator().manual_seed(11)
+            samples = torch.rand(batch, x.shape[-n - 1], n, generator=g).to(x.dtype)
+        return Call(f"fractional_max_pool{n}d", {"self": x, "random_samples": samples},
+                    lambda t, o: [t["self"], k, size, t["random_samples"]],
+                    lambda t: tuple(aten(t["self"], k, size, t["random_samples"])))
+    return adapt
+
+
+def _max_unpool(n):
+    aten = getattr(torch.ops.aten, f"max_unpool{n}d")
+
+    def adapt(s):
+        kw = s.kwargs
+        k = _listify(kw["kernel_size"], n)
+        st = k if kw.get("stride") is None else _listify(kw["stride"], n)
+        p = _listify(kw.get("padding", 0), n)
+        if kw.get("output_size") is not None:
+            size = [int(v) for v in list(kw["output_size"])[-n:]]
+        else:
+            size = [(s.input.shape[-n + i] - 1) * st[i] - 2 * p[i] + k[i] for i in range(n)]
+        if n == 2:
+            return Call("max_unpool2d", {"self": s.input, "indices": s.args[0]},
+                        lambda t, o: [t["self"], t["indices"], size],
+                        lambda t: (aten(t["self"], t["indices"], size),))
+        return Call("max_unpool3d", {"self": s.input, "indices": s.args[0]},
+                    lambda t, o: [t["self"], t["indices"], size, st, p],
+                    lambda t: (aten(t["self"], t["indices"], size, st, p),))
+    return adapt
+
+
+def _grid_sample_3d(s):
+    if s.input.dim() != 5:
+        return None  # 4-D samples run grid_sampler_2d, which Inductor lowers itself
+    kw = s.kwargs
+    mode = {"bilinear": 0, "nearest": 1, "bicubic": 2}[kw.get("mode", "bilinear")]
+    pad = {"zeros": 0, "border": 1, "reflection": 2}[kw.get("padding_mode", "zeros")]
+    align = bool(kw.get("align_corners", False))
+    return Call("grid_sampler_3d", {"input": s.input, "grid": s.args[0]},
+                lambda t, o: [t["input"], t["grid"], mode, pad, int(align)],
+                lambda t: (torch.ops.aten.grid_sampler_3d(t["input"], t["grid"], mode, pad,
+                                                          align),))
+
+
+_CDIST_MODES = {None: None, "use_mm_for_euclid_dist_if_necessary": 0,
+                "use_mm_for_euclid_dist": 1, "donot_use_mm_for_euclid_dist": 2}
+
+
+def _cdist(s):
+    a = dict(zip(["x2", "p", "compute_mode"], s.args)) | s.kwargs
+    p, mode = float(a.get("p", 2.0)), _CDIST_MODES[a.get("compute_mode")]
+    return Call("_cdist_forward", {"x1": s.input, "x2": a["x2"]},
+                lambda t, o: [t["x1"], t["x2"], p, mode],
+                lambda t: (torch.ops.aten._cdist_forward(t["x1"], t["x2"], p, mode),))
+
+
+def _pdist(s):
+    p = float(s.args[0] if s.args else s.kwargs.get("p", 2.0))
+    return Call("_pdist_forward", {"self": s.input}, lambda t, o: [t["self"], p],
+                lambda t: (torch.ops.aten._pdist_forward(t["self"], p),))
+
+
+def _bilinear(s):
+    """F.bilinear as at::bilinear runs it: both inputs flattened to rows, then
+    _trilinear with nn.Bilinear's expansions (the bias is added after)."""
+    x1, x2, w = s.input, s.args[0], s.args[1]
+    x1, x2 = x1.reshape(-1, x1.shape[-1]), x2.reshape(-1, x2.shape[-1])
+    dims = ([1, 3], [0], [1, 2], [2, 3])
+    return Call("_trilinear", {"i1": x1, "i2": w, "i3": x2},
+                lambda t, o: [t["i1"], t["i2"], t["i3"], *dims, 1],
+                lambda t: (torch.ops.aten._trilinear(t["i1"], t["i2"], t["i3"], *dims, 1),))
+
+
+def _trilinear_samples(dtype):
+    """Hand cases (the OpInfo reaches one pattern only): other expansions,
+    summed and unsummed unroll dims, broadcast size-1 dims, empty sums."""
+    g = torch.Generator().manual_seed(7)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g).to(dtype)
+    # (i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim)
+    yield SampleInput(r(4, 3), args=(r(5, 3, 6), r(4, 6), [1, 3], [0], [1, 2], [2, 3], 2))
+    yield SampleInput(r(4, 3), args=(r(5, 3, 6), r(4, 6), [1, 3], [0], [1, 2], [2, 3], 0))
+    yield SampleInput(r(4, 3), args=(r(5, 3, 6), r(4, 6), [1, 3], [0], [1, 2], [], 1))
+    yield SampleInput(r(2, 3, 4), args=(r(3, 4), r(2, 4), [], [0], [1], [1], 2))
+    yield SampleInput(r(1, 3), args=(r(5, 3, 6), r(4, 6), [1, 3], [0], [1, 2], [2, 3], 1))
+    yield SampleInput(r(4, 0), args=(r(5, 0, 6), r(4, 6), [1, 3], [0], [1, 2], [2, 3], 1))
+
+
+def _trilinear_hand(s):
+    args = [s.input, *s.args[:2]]
+    dims = [list(d) for d in s.args[2:6]]
+    unroll = s.args[6]
+    return Call("_trilinear", {"i1": args[0], "i2": args[1], "i3": args[2]},
+                lambda t, o: [t["i1"], t["i2"], t["i3"], *dims, unroll],
+                lambda t: (torch.ops.aten._trilinear(t["i1"], t["i2"], t["i3"], *dims, unroll),))
+
+
 @dataclass(frozen=True)
 class Adapter:
     opinfo: str  # OpInfo name (or the op's, for hand cases)
@@ -614,6 +785,21 @@ ADAPTERS = [
               label=name) for name in ("_embedding_bag", "_embedding_bag_forward_only")],
     Adapter("_weight_int8pack_mm", "", _weight_int8pack_mm, _REDUCED | {torch.float32},
             samples=_weight_int8pack_samples, torch_dtypes=_REDUCED | {torch.float32}),
+    # pooling, grid sampling, distances, _trilinear
+    Adapter("nn.functional.adaptive_avg_pool2d", "", _adaptive_pool2d(False), frozenset(FLOATS)),
+    Adapter("nn.functional.adaptive_max_pool2d", "", _adaptive_pool2d(True), frozenset(FLOATS)),
+    *[Adapter(f"nn.functional.avg_pool{n}d", "", _avg_pool(n), frozenset(FLOATS)) for n in (2, 3)],
+    *[Adapter(f"nn.functional.max_pool{n}d", "", _max_pool(n), frozenset(FLOATS)) for n in (2, 3)],
+    *[Adapter(f"nn.functional.fractional_max_pool{n}d", "", _fractional_max_pool(n),
+              frozenset(FLOATS)) for n in (2, 3)],
+    *[Adapter(f"nn.functional.max_unpool{n}d", "", _max_unpool(n), frozenset(FLOATS))
+      for n in (2, 3)],
+    Adapter("nn.functional.grid_sample", "", _grid_sample_3d, frozenset(FLOATS)),
+    Adapter("cdist", "", _cdist, frozenset({torch.float32, torch.float64})),
+    Adapter("nn.functional.pdist", "", _pdist, frozenset({torch.float32, torch.float64})),
+    Adapter("nn.functional.bilinear", "", _bilinear, frozenset(FLOATS)),
+    Adapter("_trilinear", "", _trilinear_hand, frozenset(FLOATS), samples=_trilinear_samples,
+            torch_dtypes=frozenset(FLOATS)),
 ]
 
 # The adapters whose ops have a cuda kernel, with the dtypes it runs (the

@@ -50,4 +50,16 @@ AOTISHIM_API std::vector<WalkDim> coalesce_dims(const std::vector<int64_t>& size
 AOTISHIM_API std::vector<int64_t> dense_strides_like(const std::vector<int64_t>& sizes,
                                                      const std::vector<int64_t>& strides);
 
+// torch's implicit memory format (suggest_memory_format): are these strides
+// "like channels-last" (NHWC / NDHWC, dims ordered by stride C < W < H (< D)
+// < N)? Only 4-D and 5-D sizes can be. Ambiguous layouts (a size-1 or
+// stride-0 channel dim) count as contiguous, so that a contiguous
+// (N, 1, 1, 1) tensor is not taken for channels-last. Ops whose outputs
+// follow their input's memory format (convolution, pooling) decide by it.
+AOTISHIM_API bool strides_like_channels_last(const std::vector<int64_t>& sizes,
+                                             const std::vector<int64_t>& strides);
+
+// Channels-last strides for sizes (N, C, *spatial): C innermost, N outermost.
+AOTISHIM_API std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes);
+
 }  // namespace aotishim

@@ -15,53 +15,12 @@
 #include "core/cpu_features.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/strided.h"
 #include "core/handle_registry.h"
 #include "ops/fallback_ops.h"
 
 namespace aotishim {
 namespace {
-
-// torch's implicit memory format: are these strides "like channels-last"
-// (NHWC / NDHWC, dims ordered by stride C < W < H (< D) < N)? Ambiguous
-// layouts (a size-1 or stride-0 channel dim) count as contiguous, so that a
-// contiguous (N, 1, 1, 1) tensor is not taken for channels-last.
-bool strides_like_channels_last(const std::vector<int64_t>& sizes,
-                                const std::vector<int64_t>& strides) {
-  const int64_t nd = static_cast<int64_t>(sizes.size());
-  if (nd != 4 && nd != 5) return false;
-  if (strides[1] == 0) return false;
-  // Dims from the fastest-varying in channels-last: C, then spatial from the
-  // last, then N.
-  std::vector<int64_t> order = {1};
-  for (int64_t d = nd - 1; d >= 2; --d) order.push_back(d);
-  order.push_back(0);
-  int64_t min = 0;
-  for (int64_t d : order) {
-    if (sizes[d] == 0) return false;
-    if (strides[d] < min) return false;
-    // N with the channel's own stride: (N, 1, 1, 1) contiguous, or a slice
-    // of it; the contiguous reading wins.
-    if (d == 0 && min == strides[1]) return false;
-    min = strides[d];
-    if (sizes[d] > 1) min *= sizes[d];
-  }
-  return true;
-}
-
-// Channels-last strides for sizes (N, C, *spatial).
-std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes) {
-  const size_t nd = sizes.size();
-  std::vector<int64_t> strides(nd);
-  int64_t step = 1;
-  strides[1] = step;
-  step *= std::max<int64_t>(sizes[1], 1);
-  for (size_t d = nd - 1; d >= 2; --d) {
-    strides[d] = step;
-    step *= std::max<int64_t>(sizes[d], 1);
-  }
-  strides[0] = step;
-  return strides;
-}
 
 // Is either operand channels-last, as torch's backends see them? torch runs a
 // 1-D convolution as 2-D: the input made contiguous, the weight viewed as
