@@ -546,6 +546,49 @@ def _fft(public: str):
     return adapt
 
 
+
+def _cholesky_solve(s):
+    upper = bool(s.kwargs.get("upper", False))
+    return Call("cholesky_solve", {"self": s.input, "input2": s.args[0]},
+                lambda t, o: [t["self"], t["input2"], int(upper)],
+                lambda t: (torch.cholesky_solve(t["self"], t["input2"], upper),))
+
+
+def _cholesky_inverse(s):
+    upper = bool(s.kwargs.get("upper", False))
+    return Call("cholesky_inverse", {"self": s.input}, lambda t, o: [t["self"], int(upper)],
+                lambda t: (torch.cholesky_inverse(t["self"], upper),))
+
+
+def _triangular_solve(s):
+    kw = {k: bool(s.kwargs.get(k, d)) for k, d in
+          (("upper", True), ("transpose", False), ("unitriangular", False))}
+    return Call("triangular_solve", {"self": s.input, "A": s.args[0]},
+                lambda t, o: [t["self"], t["A"], *[int(v) for v in kw.values()]],
+                lambda t: tuple(torch.triangular_solve(t["self"], t["A"], **kw)))
+
+
+def _geqrf(s):
+    return Call("geqrf", {"self": s.input}, lambda t, o: [t["self"]],
+                lambda t: tuple(torch.geqrf(t["self"])))
+
+
+def _ormqr(s):
+    left, transpose = bool(s.kwargs.get("left", True)), bool(s.kwargs.get("transpose", False))
+    return Call("ormqr", {"self": s.input, "input2": s.args[0], "input3": s.args[1]},
+                lambda t, o: [t["self"], t["input2"], t["input3"], int(left), int(transpose)],
+                lambda t: (torch.ormqr(t["self"], t["input2"], t["input3"], left, transpose),))
+
+
+def _lu_unpack(s):
+    data, pivots = bool(s.kwargs.get("unpack_data", True)), bool(s.kwargs.get("unpack_pivots", True))
+    return Call("lu_unpack", {"LU_data": s.input, "LU_pivots": s.args[0]},
+                lambda t, o: [t["LU_data"], t["LU_pivots"], int(data), int(pivots)],
+                lambda t: tuple(torch.lu_unpack(t["LU_data"], t["LU_pivots"], data, pivots)))
+
+
+_LINALG = frozenset({torch.float32, torch.float64, torch.complex64, torch.complex128})
+
 _FFT_DTYPES = frozenset(INTS | {torch.bool, torch.float32, torch.float64} | set(COMPLEX_DTYPES))
 _FLOAT3 = frozenset({torch.float32, torch.float64, torch.bfloat16})
 _GEMM = frozenset({torch.float32, torch.float64, torch.bfloat16, torch.float16})
@@ -601,6 +644,12 @@ ADAPTERS = [
               label=name) for name in ("_embedding_bag", "_embedding_bag_forward_only")],
     Adapter("_weight_int8pack_mm", "", _weight_int8pack_mm, _REDUCED | {torch.float32},
             samples=_weight_int8pack_samples, torch_dtypes=_REDUCED | {torch.float32}),
+
+    # linear algebra over LAPACK and the matmul family
+    *[Adapter(name, "", fn, _LINALG) for name, fn in (
+        ("cholesky_solve", _cholesky_solve), ("cholesky_inverse", _cholesky_inverse),
+        ("triangular_solve", _triangular_solve), ("geqrf", _geqrf), ("ormqr", _ormqr),
+        ("lu_unpack", _lu_unpack))],
 ]
 
 
