@@ -587,6 +587,27 @@ def _lu_unpack(s):
                 lambda t: tuple(torch.lu_unpack(t["LU_data"], t["LU_pivots"], data, pivots)))
 
 
+def _addmm_activation(use_gelu):
+    def adapt(s):
+        beta, alpha = s.kwargs.get("beta", 1), s.kwargs.get("alpha", 1)
+        return Call("_addmm_activation", {"self": s.input, "mat1": s.args[0], "mat2": s.args[1]},
+                    lambda t, o: [t["self"], t["mat1"], t["mat2"], float(beta), float(alpha),
+                                  int(use_gelu)],
+                    lambda t: (torch.ops.aten._addmm_activation(t["self"], t["mat1"], t["mat2"], beta=beta,
+                                                   alpha=alpha, use_gelu=use_gelu),))
+    return adapt
+
+
+def _fused_rms_norm(s):
+    shape = [int(d) for d in (s.args[0] if isinstance(s.args[0], (tuple, list)) else [s.args[0]])]
+    weight = s.args[1] if len(s.args) > 1 else s.kwargs.get("weight")
+    eps = s.kwargs.get("eps")
+    eps = None if eps is None else float(eps)
+    return Call("_fused_rms_norm", {"input": s.input, "weight": weight},
+                lambda t, o: [t["input"], shape, t["weight"], eps],
+                lambda t: tuple(torch.ops.aten._fused_rms_norm(t["input"], shape, t["weight"], eps)))
+
+
 _LINALG = frozenset({torch.float32, torch.float64, torch.complex64, torch.complex128})
 
 _FFT_DTYPES = frozenset(INTS | {torch.bool, torch.float32, torch.float64} | set(COMPLEX_DTYPES))
@@ -650,6 +671,9 @@ ADAPTERS = [
         ("cholesky_solve", _cholesky_solve), ("cholesky_inverse", _cholesky_inverse),
         ("triangular_solve", _triangular_solve), ("geqrf", _geqrf), ("ormqr", _ormqr),
         ("lu_unpack", _lu_unpack))],
+    *[Adapter("addmm", "", _addmm_activation(gelu), _GEMM,
+              label=f"_addmm_activation.{'gelu' if gelu else 'relu'}") for gelu in (False, True)],
+    Adapter("nn.functional.rms_norm", "", _fused_rms_norm, frozenset(FLOATS)),
 ]
 
 
