@@ -608,6 +608,36 @@ def _fused_rms_norm(s):
                 lambda t: tuple(torch.ops.aten._fused_rms_norm(t["input"], shape, t["weight"], eps)))
 
 
+def _grouped_mm(s):
+    offs = s.kwargs.get("offs")
+    return Call("_grouped_mm", {"self": s.input, "mat2": s.args[0], "offs": offs},
+                lambda t, o: [t["self"], t["mat2"], t["offs"], None, None],
+                lambda t: (torch._grouped_mm(t["self"], t["mat2"], t["offs"]),))
+
+
+def _grouped_mm_samples(dtype):
+    """Hand cases (no OpInfo): every operand-rank combination torch's CPU
+    _grouped_mm takes, offsets covering the grouped dimension (empty groups
+    included), row-major and column-major operands, N not a multiple of the
+    16-byte row (torch pads out's rows)."""
+    g = torch.Generator().manual_seed(6)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g).to(dtype)
+
+    def o(*ends):
+        return torch.tensor(ends, dtype=torch.int32)
+
+    yield SampleInput(r(12, 16), args=(r(3, 16, 8),), kwargs={"offs": o(4, 4, 12)})
+    yield SampleInput(r(10, 16), args=(r(2, 24, 16).mT,), kwargs={"offs": o(3, 10)})
+    yield SampleInput(r(3, 6, 16), args=(r(16, 24),), kwargs={"offs": o(8, 16, 24)})
+    yield SampleInput(r(3, 5, 16), args=(r(40, 16).mT,), kwargs={"offs": o(16, 16, 40)})
+    yield SampleInput(r(6, 32), args=(r(32, 8),), kwargs={"offs": o(8, 16, 32)})
+    yield SampleInput(r(6, 32), args=(r(32, 8),), kwargs={"offs": o(0, 32)})
+    yield SampleInput(r(3, 6, 16), args=(r(3, 16, 8),))
+    yield SampleInput(r(2, 16, 8).mT, args=(r(2, 5, 16).mT,))
+
+
 _LINALG = frozenset({torch.float32, torch.float64, torch.complex64, torch.complex128})
 
 _FFT_DTYPES = frozenset(INTS | {torch.bool, torch.float32, torch.float64} | set(COMPLEX_DTYPES))
@@ -674,6 +704,9 @@ ADAPTERS = [
     *[Adapter("addmm", "", _addmm_activation(gelu), _GEMM,
               label=f"_addmm_activation.{'gelu' if gelu else 'relu'}") for gelu in (False, True)],
     Adapter("nn.functional.rms_norm", "", _fused_rms_norm, frozenset(FLOATS)),
+    Adapter("_grouped_mm", "", _grouped_mm, frozenset({torch.float32, torch.bfloat16, torch.float16}),
+            samples=_grouped_mm_samples,
+            torch_dtypes=frozenset({torch.float32, torch.bfloat16, torch.float16})),
 ]
 
 

@@ -223,3 +223,57 @@ def test_fused_rms_norm_outputs_from_a_transposed_input(dtype):
     _check("_fused_rms_norm", [to_shim(x), [8, 5], to_shim(w), None], want, tol=tol)
     with pytest.raises(ShimError, match=r"expected input with shape \[\*, 4\]"):
         shim.call_op("_fused_rms_norm", to_shim(x), [4], None, None, entry="cpu")
+
+
+def test_grouped_mm_errors_are_torchs():
+    a, b3 = torch.randn(6, 8), torch.randn(3, 8, 4)
+    offs = torch.tensor([2, 4, 6], dtype=torch.int32)
+
+    def call(a, b, offs=None, out_dtype=None):
+        return shim.call_op("_grouped_mm", to_shim(a), to_shim(b),
+                            None if offs is None else to_shim(offs), None, out_dtype, entry="cpu")
+
+    with pytest.raises(ShimError, match="Have to provide offsets if there is a 2d matrix"):
+        call(a, b3)
+    with pytest.raises(ShimError, match="Offsets have to be int32"):
+        call(a, b3, offs.long())
+    with pytest.raises(ShimError, match="offs has to be 1D"):
+        call(a, b3, offs.view(3, 1))
+    with pytest.raises(ShimError, match="matrix batch sizes have to match"):
+        call(a, torch.randn(2, 8, 4), offs)
+    with pytest.raises(ShimError, match="contraction dimension of mat_a and mat_b must match"):
+        call(a, torch.randn(3, 7, 4), offs)
+    with pytest.raises(ShimError, match="strides should be multiple of 16 bytes"):
+        call(a, torch.randn(3, 8, 5), offs)
+    with pytest.raises(ShimError, match="Expected mat_a to be Float32, BFloat16 or Float16"):
+        call(a.double(), b3.double(), offs)
+    with pytest.raises(ShimError, match="output dtype must match"):
+        call(a, b3, offs, out_dtype=15)
+    with pytest.raises(ShimError, match="offs must be non-decreasing and at most 6"):
+        call(a, b3, torch.tensor([2, 4, 7], dtype=torch.int32))
+    # a short last offset: torch leaves the remaining rows unwritten, here they are zero
+    got = call(a, b3, torch.tensor([2, 4, 5], dtype=torch.int32))
+    out = to_torch(got)
+    assert got.strides == [4, 1]
+    torch.testing.assert_close(out[:5], torch._grouped_mm(a, b3, torch.tensor([2, 4, 5], dtype=torch.int32))[:5])
+    assert torch.equal(out[5:], torch.zeros(1, 4))
+
+
+class Experts(torch.nn.Module):
+    """A mixture-of-experts layer's expert matmul: tokens sorted by expert,
+    one weight per expert (an expert with no tokens included)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 16, 8, generator=G, dtype=torch.bfloat16))
+
+    def forward(self, x, offs):
+        return torch._grouped_mm(x, self.w, offs).relu()
+
+
+def test_compiled_grouped_mm_experts_match_eager(model_cache):
+    from op_models import check_model
+
+    args = (torch.randn(12, 16, generator=G, dtype=torch.bfloat16),
+            torch.tensor([3, 6, 6, 12], dtype=torch.int32))
+    check_model(model_cache, "op_grouped_mm_experts", Experts(), args, rtol=1e-2, atol=1e-2)
