@@ -730,6 +730,100 @@ def _fft(public: str):
     return adapt
 
 
+
+def _cholesky_solve(s):
+    upper = bool(s.kwargs.get("upper", False))
+    return Call("cholesky_solve", {"self": s.input, "input2": s.args[0]},
+                lambda t, o: [t["self"], t["input2"], int(upper)],
+                lambda t: (torch.cholesky_solve(t["self"], t["input2"], upper),))
+
+
+def _cholesky_inverse(s):
+    upper = bool(s.kwargs.get("upper", False))
+    return Call("cholesky_inverse", {"self": s.input}, lambda t, o: [t["self"], int(upper)],
+                lambda t: (torch.cholesky_inverse(t["self"], upper),))
+
+
+def _triangular_solve(s):
+    kw = {k: bool(s.kwargs.get(k, d)) for k, d in
+          (("upper", True), ("transpose", False), ("unitriangular", False))}
+    return Call("triangular_solve", {"self": s.input, "A": s.args[0]},
+                lambda t, o: [t["self"], t["A"], *[int(v) for v in kw.values()]],
+                lambda t: tuple(torch.triangular_solve(t["self"], t["A"], **kw)))
+
+
+def _geqrf(s):
+    return Call("geqrf", {"self": s.input}, lambda t, o: [t["self"]],
+                lambda t: tuple(torch.geqrf(t["self"])))
+
+
+def _ormqr(s):
+    left, transpose = bool(s.kwargs.get("left", True)), bool(s.kwargs.get("transpose", False))
+    return Call("ormqr", {"self": s.input, "input2": s.args[0], "input3": s.args[1]},
+                lambda t, o: [t["self"], t["input2"], t["input3"], int(left), int(transpose)],
+                lambda t: (torch.ormqr(t["self"], t["input2"], t["input3"], left, transpose),))
+
+
+def _lu_unpack(s):
+    data, pivots = bool(s.kwargs.get("unpack_data", True)), bool(s.kwargs.get("unpack_pivots", True))
+    return Call("lu_unpack", {"LU_data": s.input, "LU_pivots": s.args[0]},
+                lambda t, o: [t["LU_data"], t["LU_pivots"], int(data), int(pivots)],
+                lambda t: tuple(torch.lu_unpack(t["LU_data"], t["LU_pivots"], data, pivots)))
+
+
+def _addmm_activation(use_gelu):
+    def adapt(s):
+        beta, alpha = s.kwargs.get("beta", 1), s.kwargs.get("alpha", 1)
+        return Call("_addmm_activation", {"self": s.input, "mat1": s.args[0], "mat2": s.args[1]},
+                    lambda t, o: [t["self"], t["mat1"], t["mat2"], float(beta), float(alpha),
+                                  int(use_gelu)],
+                    lambda t: (torch.ops.aten._addmm_activation(t["self"], t["mat1"], t["mat2"], beta=beta,
+                                                   alpha=alpha, use_gelu=use_gelu),))
+    return adapt
+
+
+def _fused_rms_norm(s):
+    shape = [int(d) for d in (s.args[0] if isinstance(s.args[0], (tuple, list)) else [s.args[0]])]
+    weight = s.args[1] if len(s.args) > 1 else s.kwargs.get("weight")
+    eps = s.kwargs.get("eps")
+    eps = None if eps is None else float(eps)
+    return Call("_fused_rms_norm", {"input": s.input, "weight": weight},
+                lambda t, o: [t["input"], shape, t["weight"], eps],
+                lambda t: tuple(torch.ops.aten._fused_rms_norm(t["input"], shape, t["weight"], eps)))
+
+
+def _grouped_mm(s):
+    offs = s.kwargs.get("offs")
+    return Call("_grouped_mm", {"self": s.input, "mat2": s.args[0], "offs": offs},
+                lambda t, o: [t["self"], t["mat2"], t["offs"], None, None],
+                lambda t: (torch._grouped_mm(t["self"], t["mat2"], t["offs"]),))
+
+
+def _grouped_mm_samples(dtype):
+    """Hand cases (no OpInfo): every operand-rank combination torch's CPU
+    _grouped_mm takes, offsets covering the grouped dimension (empty groups
+    included), row-major and column-major operands, N not a multiple of the
+    16-byte row (torch pads out's rows)."""
+    g = torch.Generator().manual_seed(6)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g).to(dtype)
+
+    def o(*ends):
+        return torch.tensor(ends, dtype=torch.int32)
+
+    yield SampleInput(r(12, 16), args=(r(3, 16, 8),), kwargs={"offs": o(4, 4, 12)})
+    yield SampleInput(r(10, 16), args=(r(2, 24, 16).mT,), kwargs={"offs": o(3, 10)})
+    yield SampleInput(r(3, 6, 16), args=(r(16, 24),), kwargs={"offs": o(8, 16, 24)})
+    yield SampleInput(r(3, 5, 16), args=(r(40, 16).mT,), kwargs={"offs": o(16, 16, 40)})
+    yield SampleInput(r(6, 32), args=(r(32, 8),), kwargs={"offs": o(8, 16, 32)})
+    yield SampleInput(r(6, 32), args=(r(32, 8),), kwargs={"offs": o(0, 32)})
+    yield SampleInput(r(3, 6, 16), args=(r(3, 16, 8),))
+    yield SampleInput(r(2, 16, 8).mT, args=(r(2, 5, 16).mT,))
+
+
+_LINALG = frozenset({torch.float32, torch.float64, torch.complex64, torch.complex128})
+
 _FFT_DTYPES = frozenset(INTS | {torch.bool, torch.float32, torch.float64} | set(COMPLEX_DTYPES))
 _FLOAT3 = frozenset({torch.float32, torch.float64, torch.bfloat16})
 _GEMM = frozenset({torch.float32, torch.float64, torch.bfloat16, torch.float16})
@@ -800,6 +894,18 @@ ADAPTERS = [
     Adapter("nn.functional.bilinear", "", _bilinear, frozenset(FLOATS)),
     Adapter("_trilinear", "", _trilinear_hand, frozenset(FLOATS), samples=_trilinear_samples,
             torch_dtypes=frozenset(FLOATS)),
+
+    # linear algebra over LAPACK and the matmul family
+    *[Adapter(name, "", fn, _LINALG) for name, fn in (
+        ("cholesky_solve", _cholesky_solve), ("cholesky_inverse", _cholesky_inverse),
+        ("triangular_solve", _triangular_solve), ("geqrf", _geqrf), ("ormqr", _ormqr),
+        ("lu_unpack", _lu_unpack))],
+    *[Adapter("addmm", "", _addmm_activation(gelu), _GEMM,
+              label=f"_addmm_activation.{'gelu' if gelu else 'relu'}") for gelu in (False, True)],
+    Adapter("nn.functional.rms_norm", "", _fused_rms_norm, frozenset(FLOATS)),
+    Adapter("_grouped_mm", "", _grouped_mm, frozenset({torch.float32, torch.bfloat16, torch.float16}),
+            samples=_grouped_mm_samples,
+            torch_dtypes=frozenset({torch.float32, torch.bfloat16, torch.float16})),
 ]
 
 # The adapters whose ops have a cuda kernel, with the dtypes it runs (the
