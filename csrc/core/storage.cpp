@@ -1,6 +1,7 @@
 #include "core/storage.h"
 
 #include <atomic>
+#include <utility>
 
 #include "core/error.h"
 #include "core/device.h"
@@ -33,6 +34,13 @@ std::shared_ptr<Storage> Storage::borrow(Device& device, void* data, size_t nbyt
   AOTISHIM_CHECK(data != nullptr || nbytes == 0, "cannot borrow a null pointer for ", nbytes,
                  " bytes");
   return std::shared_ptr<Storage>(new Storage(device, data, nbytes, false, std::move(keepalive)));
+}
+
+void Storage::swap_memory(Storage& other) {
+  AOTISHIM_CHECK(owned_ && other.owned_ && device_ == other.device_,
+                 "swap_memory: both storages must own memory on one device");
+  std::swap(data_, other.data_);
+  std::swap(nbytes_, other.nbytes_);
 }
 
 Storage::~Storage() {
