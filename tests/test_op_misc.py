@@ -1,7 +1,7 @@
 """What the OpInfo comparison (tests/test_opinfo.py) cannot check for the
 misc ops: resize_, resize_as_ and set_ change the tensor behind a handle (and
 a storage other handles share), compiled models that fall back to
-index_reduce, segment_reduce and histogram against eager, and the ops
+index_reduce, segment_reduce and histogram_bin_ct against eager, and the ops
 aotishim declines: a model needing one fails at load naming it and why."""
 
 from __future__ import annotations
@@ -141,6 +141,20 @@ class IndexReduceAmax(torch.nn.Module):
 class SegmentSum(torch.nn.Module):
     def forward(self, data, lengths):
         return torch.segment_reduce(data, "mean", lengths=lengths, axis=0)
+
+
+class WeightedHistogram(torch.nn.Module):
+    def forward(self, x, w):
+        hist, edges = torch.histogram(x, bins=5, range=(0.0, 1.0), weight=w)
+        return hist, edges
+
+
+def test_compiled_histogram_matches_eager(model_cache):
+    from op_models import check_model
+
+    g = torch.Generator().manual_seed(3)
+    args = (torch.rand(50, generator=g) * 1.2 - 0.1, torch.rand(50, generator=g))
+    check_model(model_cache, "op_histogram_weighted", WeightedHistogram(), args)
 
 
 def test_compiled_index_reduce_matches_eager(model_cache):
