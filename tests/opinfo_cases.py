@@ -674,6 +674,186 @@ def _trilinear_hand(s):
                 lambda t: (torch.ops.aten._trilinear(t["i1"], t["i2"], t["i3"], *dims, unroll),))
 
 
+def _angle(s):
+    return Call("angle", {"self": s.input}, lambda t, o: [t["self"]],
+                lambda t: (torch.angle(t["self"]),))
+
+
+def _gcd(s):
+    return Call("gcd", {"self": s.input, "other": s.args[0]},
+                lambda t, o: [t["self"], t["other"]],
+                lambda t: (torch.gcd(t["self"], t["other"]),))
+
+
+def _pow_call(base, exponent):
+    """base ** exponent as the shim op generated code calls: a number is a
+    double (the ABI's Scalar), so torch's answer takes it as a float too."""
+    if isinstance(base, torch.Tensor) and isinstance(exponent, torch.Tensor):
+        return Call("pow_Tensor_Tensor", {"self": base, "exponent": exponent},
+                    lambda t, o: [t["self"], t["exponent"]],
+                    lambda t: (torch.ops.aten.pow.Tensor_Tensor(t["self"], t["exponent"]),))
+    if isinstance(base, torch.Tensor):
+        if isinstance(exponent, complex):
+            return None
+        e = float(exponent)
+        return Call("pow_Tensor_Scalar", {"self": base}, lambda t, o: [t["self"], e],
+                    lambda t: (torch.ops.aten.pow.Tensor_Scalar(t["self"], e),))
+    if isinstance(base, complex):
+        return None
+    b = float(base)
+    return Call("pow_Scalar", {"exponent": exponent}, lambda t, o: [b, t["exponent"]],
+                lambda t: (torch.ops.aten.pow.Scalar(b, t["exponent"]),))
+
+
+def _pow(s):
+    return _pow_call(s.input, s.args[0])
+
+
+def _rpow(s):
+    return _pow_call(s.args[0], s.input)
+
+
+def _hann_window(s):
+    n, dtype = s.input, s.kwargs["dtype"]
+    return Call("hann_window", {}, lambda t, o: [n, DTYPE_CODES[dtype], None, None, 0, None],
+                lambda t: (torch.hann_window(n, dtype=dtype),))
+
+
+def _hann_window_samples(dtype):
+    for n in (0, 1, 2, 3, 8, 25, 400):
+        yield SampleInput(n, kwargs={"dtype": dtype})
+
+
+def _zerotensor(s):
+    size, dtype = s.input, s.kwargs["dtype"]
+    return Call("_efficientzerotensor", {},
+                lambda t, o: [size, DTYPE_CODES[dtype], None, None, 0, None],
+                lambda t: (torch.zeros(size, dtype=dtype),))
+
+
+def _zerotensor_samples(dtype):
+    for size in ([], [0], [3], [2, 5, 4], [1, 0, 3]):
+        yield SampleInput(size, kwargs={"dtype": dtype})
+
+
+def _cat(s):
+    names = [f"t{k}" for k in range(len(s.input))]
+    dim = s.kwargs.get("dim", s.args[0] if s.args else 0)
+    return Call("cat", dict(zip(names, s.input)), lambda t, o: [[t[n] for n in names], dim],
+                lambda t: (torch.cat([t[n] for n in names], dim),))
+
+
+def _pad(s):
+    a = dict(zip(["pad", "mode", "value"], s.args)) | s.kwargs
+    pad, mode, value = [int(v) for v in a["pad"]], a.get("mode", "constant"), a.get("value")
+    value = None if value is None else float(value)
+    return Call("pad", {"self": s.input}, lambda t, o: [t["self"], pad, mode, value],
+                lambda t: (torch.ops.aten.pad(t["self"], pad, mode, value),))
+
+
+def _scatter(s):
+    dim, index, src = s.args
+    if "reduce" in s.kwargs:
+        return None  # scatter's reduce forms are other ops (scatter.reduce_out)
+    if isinstance(src, torch.Tensor):
+        return Call("scatter_src_out", {"self": s.input, "index": index, "src": src},
+                    lambda t, o: [o["out"], t["self"], dim, t["index"], t["src"]],
+                    lambda t: (torch.scatter(t["self"], dim, t["index"], t["src"]),),
+                    out=("out",))
+    if isinstance(src, complex):
+        return None
+    v = float(src)
+    return Call("scatter_value_out", {"self": s.input, "index": index},
+                lambda t, o: [o["out"], t["self"], dim, t["index"], v],
+                lambda t: (torch.scatter(t["self"], dim, t["index"], v),), out=("out",))
+
+
+def _index_put(s):
+    indices, values = s.args
+    accumulate = bool(s.kwargs.get("accumulate", False))
+    names = [None if t is None else f"index{k}" for k, t in enumerate(indices)]
+    inputs = ({"self": s.input, "values": values}
+              | {n: t for n, t in zip(names, indices) if n is not None})
+    return Call("index_put", inputs,
+                lambda t, o: [t["self"], [None if n is None else t[n] for n in names],
+                              t["values"], int(accumulate)],
+                lambda t: (torch.ops.aten.index_put(
+                    t["self"], [None if n is None else t[n] for n in names], t["values"],
+                    accumulate),))
+
+
+def _index_put_samples(dtype):
+    """Hand cases beyond the OpInfo's four: repeated indices accumulated,
+    negative and int32 indices, indices in dims apart (their dims first),
+    broadcast values, a mask over two dims, an empty selection."""
+    g = torch.Generator().manual_seed(13)
+    x = make_tensor((4, 5, 6), dtype=dtype, device="cpu")
+    def vals(*shape):
+        return make_tensor(shape, dtype=dtype, device="cpu")
+    rep = torch.tensor([1, 3, 1, 1, -1])
+    for acc in (False, True):
+        yield SampleInput(x, args=((rep,), vals(5, 5, 6)), kwargs={"accumulate": acc})
+        yield SampleInput(x, args=((None, rep.to(torch.int32)), vals(6)), kwargs={"accumulate": acc})
+        yield SampleInput(x, args=((torch.tensor([0, 2]), None, torch.tensor([[5], [1]])),
+                                   vals(2, 2, 5)), kwargs={"accumulate": acc})
+        yield SampleInput(x, args=((torch.rand(4, 5, generator=g) > 0.5,), vals(1)),
+                          kwargs={"accumulate": acc})
+        yield SampleInput(x, args=((torch.zeros(4, dtype=torch.bool),), vals(5, 6)),
+                          kwargs={"accumulate": acc})
+
+
+def _histogram(s):
+    bins = s.args[0] if s.args else s.kwargs.get("bins", 100)
+    if isinstance(bins, torch.Tensor):
+        return None  # histogram.bins_tensor: another op
+    rng, weight, density = s.kwargs.get("range"), s.kwargs.get("weight"), s.kwargs.get("density", False)
+    rng = None if rng is None else [float(v) for v in rng]
+    return Call("histogram_bin_ct", {"self": s.input, "weight": weight},
+                lambda t, o: [t["self"], int(bins), rng, t["weight"], int(density)],
+                lambda t: tuple(torch.ops.aten.histogram.bin_ct(
+                    t["self"], int(bins), range=rng, weight=t["weight"], density=density)))
+
+
+def _histogramdd(s):
+    bins = s.args[0] if s.args else s.kwargs["bins"]
+    d = s.input.shape[-1]
+    if isinstance(bins, int):
+        bins = [bins] * d
+    if any(isinstance(b, torch.Tensor) for b in bins):
+        return None  # bin edges given as tensors: another op
+    bins = [int(b) for b in bins]
+    rng, weight, density = s.kwargs.get("range"), s.kwargs.get("weight"), s.kwargs.get("density", False)
+    rng = None if rng is None else [float(v) for v in rng]
+    return Call("_histogramdd_from_bin_cts", {"self": s.input, "weight": weight},
+                lambda t, o: [t["self"], bins, rng, t["weight"], int(density)],
+                lambda t: (torch.ops.aten._histogramdd_from_bin_cts(
+                    t["self"], bins, range=rng, weight=t["weight"], density=density),))
+
+
+def _index_reduce(s):
+    dim, index, source, reduce = s.args
+    include_self = bool(s.kwargs.get("include_self", True))
+    return Call("index_reduce", {"self": s.input, "index": index, "source": source},
+                lambda t, o: [t["self"], dim, t["index"], t["source"], reduce, int(include_self)],
+                lambda t: (torch.index_reduce(t["self"], dim, t["index"], t["source"], reduce,
+                                              include_self=include_self),))
+
+
+def _segment_reduce(s):
+    (reduce,) = s.args
+    kw = s.kwargs
+    axis, unsafe, initial = kw.get("axis", 0), bool(kw.get("unsafe", False)), kw.get("initial")
+    initial = None if initial is None else float(initial)
+    return Call("segment_reduce",
+                {"data": s.input, "lengths": kw.get("lengths"), "offsets": kw.get("offsets")},
+                lambda t, o: [t["data"], reduce, t["lengths"], None, t["offsets"], axis,
+                              int(unsafe), initial],
+                lambda t: (torch.ops.aten.segment_reduce(
+                    t["data"], reduce, lengths=t["lengths"], offsets=t["offsets"], axis=axis,
+                    unsafe=unsafe, initial=initial),),
+                # torch's kernel reads lengths and offsets as if packed
+                torch_packed=("lengths", "offsets"))
+
 @dataclass(frozen=True)
 class Adapter:
     opinfo: str  # OpInfo name (or the op's, for hand cases)
@@ -906,6 +1086,27 @@ ADAPTERS = [
     Adapter("_grouped_mm", "", _grouped_mm, frozenset({torch.float32, torch.bfloat16, torch.float16}),
             samples=_grouped_mm_samples,
             torch_dtypes=frozenset({torch.float32, torch.bfloat16, torch.float16})),
+
+    # pointwise, factories, cat, pad, scatter and index_put
+    Adapter("angle", "", _angle, _NUMERIC | {torch.bool} | set(COMPLEX_DTYPES)),
+    Adapter("gcd", "", _gcd, frozenset(INTS)),
+    Adapter("pow", "", _pow, _NUMERIC | set(COMPLEX_DTYPES)),
+    Adapter("__rpow__", "", _rpow, _NUMERIC | set(COMPLEX_DTYPES)),
+    Adapter("hann_window", "", _hann_window, frozenset(FLOATS), samples=_hann_window_samples,
+            torch_dtypes=frozenset(FLOATS)),
+    Adapter("_efficientzerotensor", "", _zerotensor, _NUMERIC | {torch.bool},
+            samples=_zerotensor_samples, torch_dtypes=_NUMERIC | {torch.bool}),
+    Adapter("cat", "", _cat, _NUMERIC | {torch.bool} | set(COMPLEX_DTYPES)),
+    *[Adapter("nn.functional.pad", v, _pad, _NUMERIC | {torch.bool} | set(COMPLEX_DTYPES))
+      for v in ("constant", "reflect", "replicate", "replicate_negative", "circular")],
+    Adapter("scatter", "", _scatter, _NUMERIC | {torch.bool}),
+    Adapter("index_put", "", _index_put, _NUMERIC | {torch.bool}),
+    Adapter("index_put", "", _index_put, _NUMERIC | {torch.bool}, samples=_index_put_samples,
+            torch_dtypes=_NUMERIC | {torch.bool}, label="index_put.hand"),
+    Adapter("histogram", "", _histogram, frozenset({torch.float32, torch.float64})),
+    Adapter("histogramdd", "", _histogramdd, frozenset({torch.float32, torch.float64})),
+    *[Adapter("index_reduce", r, _index_reduce, _NUMERIC) for r in ("prod", "mean", "amax", "amin")],
+    *[Adapter("_segment_reduce", v, _segment_reduce, frozenset(FLOATS)) for v in ("lengths", "offsets")],
 ]
 
 # The adapters whose ops have a cuda kernel, with the dtypes it runs (the

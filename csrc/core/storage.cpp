@@ -1,6 +1,7 @@
 #include "core/storage.h"
 
 #include <atomic>
+#include <utility>
 
 #include "core/error.h"
 #include "core/device.h"
@@ -39,6 +40,14 @@ std::shared_ptr<Storage> Storage::adopt(Device& device, void* data, size_t nbyte
                                         std::shared_ptr<void> release) {
   AOTISHIM_CHECK(data != nullptr && release != nullptr, "cannot adopt a null block");
   return std::shared_ptr<Storage>(new Storage(device, data, nbytes, true, std::move(release)));
+}
+
+void Storage::swap_memory(Storage& other) {
+  AOTISHIM_CHECK(owned_ && other.owned_ && device_ == other.device_,
+                 "swap_memory: both storages must own memory on one device");
+  std::swap(data_, other.data_);
+  std::swap(nbytes_, other.nbytes_);
+  std::swap(keepalive_, other.keepalive_);  // an adopted block's release goes with its memory
 }
 
 Storage::~Storage() {

@@ -36,6 +36,11 @@ class Storage {
   bool owned() const { return owned_; }
   uint64_t id() const { return id_; }
 
+  // Exchanges the memory of two owned storages of one device (their ids
+  // stay): how a storage grows in place (torch's storage resize), so every
+  // tensor sharing it sees the grown memory; `other` then frees the old.
+  void swap_memory(Storage& other);
+
  private:
   Storage(Device& device, void* data, size_t nbytes, bool owned, std::shared_ptr<void> keepalive);
 

@@ -43,11 +43,8 @@ namespace ops {
 Op<void(const IndexArgs&)> index_kernel("index");
 Op<void(const MaskedScatterArgs&)> masked_scatter_kernel("masked_scatter");
 
-void index_Tensor(const OpCall& call, AtenTensorHandle self_h, const AtenTensorHandle** indices_h,
-                  int64_t indices_len, AtenTensorHandle* ret0) {
-  require_out(ret0, "ret0");
-  auto self_p = call.tensor(self_h, "self");
-  const Tensor& self = *self_p;
+IndexPlan plan_index(const OpCall& call, const Tensor& self, const AtenTensorHandle** indices_h,
+                     int64_t indices_len) {
   Device& device = self.device();
   AOTISHIM_CHECK(indices_len >= 0 && (indices_len == 0 || indices_h != nullptr),
                  "index: indices is null");
@@ -102,44 +99,56 @@ void index_Tensor(const OpCall& call, AtenTensorHandle self_h, const AtenTensorH
       if (dims[k] != dims[k - 1] + 1) return false;
     return true;
   }();
-  // Output dims: the untouched self dims before the indexed ones (none when
+  // Result dims: the untouched self dims before the indexed ones (none when
   // they are not adjacent), the broadcast index dims, the rest.
   const int64_t at = adjacent ? dims.front() : 0;
   const int64_t nb = static_cast<int64_t>(bshape.size());
-  std::vector<int64_t> out_sizes, self_strides;
+  IndexPlan plan;
+  plan.dims = dims;
   for (int64_t s = 0, placed = 0; s <= self.dim(); ++s) {
     if (!placed && (s == at || s == self.dim())) {
       for (int64_t b = 0; b < nb; ++b) {
-        out_sizes.push_back(bshape[b]);
-        self_strides.push_back(0);
+        plan.sizes.push_back(bshape[b]);
+        plan.self_strides.push_back(0);
       }
       placed = 1;
     }
     if (s == self.dim()) break;
     if (std::find(dims.begin(), dims.end(), s) != dims.end()) continue;
-    out_sizes.push_back(self.sizes[s]);
-    self_strides.push_back(self.strides[s]);
+    plan.sizes.push_back(self.sizes[s]);
+    plan.self_strides.push_back(self.strides[s]);
   }
+  for (const Tensor& t : idx) {  // each index at the result's sizes
+    Tensor v = t;
+    const std::vector<int64_t> b = broadcast_strides(t, bshape);
+    v.sizes = plan.sizes;
+    v.strides.assign(plan.sizes.size(), 0);
+    std::copy(b.begin(), b.end(), v.strides.begin() + at);
+    plan.indices.push_back(v);
+  }
+  return plan;
+}
+
+void index_Tensor(const OpCall& call, AtenTensorHandle self_h, const AtenTensorHandle** indices_h,
+                  int64_t indices_len, AtenTensorHandle* ret0) {
+  require_out(ret0, "ret0");
+  auto self_p = call.tensor(self_h, "self");
+  const Tensor& self = *self_p;
+  Device& device = self.device();
+  IndexPlan plan = plan_index(call, self, indices_h, indices_len);
   IndexArgs args;
   args.self = self;
-  args.self_strides = self_strides;
-  args.dims = dims;
+  args.self_strides = plan.self_strides;
+  args.dims = plan.dims;
+  args.indices = plan.indices;
   // The operands as TensorIterator sees them: self restrided to the output,
   // then each index at the output's sizes.
   Tensor restrided = self;
-  restrided.sizes = out_sizes;
-  restrided.strides = self_strides;
+  restrided.sizes = plan.sizes;
+  restrided.strides = plan.self_strides;
   std::vector<const Tensor*> operands{&restrided};
-  for (const Tensor& t : idx) {
-    Tensor v = t;
-    const std::vector<int64_t> b = broadcast_strides(t, bshape);
-    v.sizes = out_sizes;
-    v.strides.assign(out_sizes.size(), 0);
-    std::copy(b.begin(), b.end(), v.strides.begin() + at);
-    args.indices.push_back(v);
-  }
   for (const Tensor& t : args.indices) operands.push_back(&t);
-  args.out = make_empty(device, self.dtype, out_sizes, output_strides(operands, out_sizes));
+  args.out = make_empty(device, self.dtype, plan.sizes, output_strides(operands, plan.sizes));
   if (args.out.numel() > 0) index_kernel.run(device, args);
   *ret0 = register_tensor(args.out);
 }

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "aotishim/c_shim.h"
 #include "aotishim/export.h"
 #include "core/tensor.h"
 #include "ops/op.h"
@@ -31,7 +32,25 @@ struct MaskedScatterArgs {
   Tensor self, mask, source, out;
 };
 
+// How index.Tensor's indices address self: the result's sizes, how far self
+// moves per result dim (0 in the dims the indices span), and each index (int64
+// or int32, masks turned into the integer indices of their true elements)
+// seen at the result's sizes, with the self dim it indexes. index_put writes
+// where index reads.
+struct IndexPlan {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> self_strides;
+  std::vector<Tensor> indices;
+  std::vector<int64_t> dims;
+};
+
 namespace ops {
+struct OpCall;
+// torch's rules for the indices: masks match the dims they cover, integer
+// indices broadcast together, their dims in place when adjacent, else first.
+IndexPlan plan_index(const OpCall& call, const Tensor& self, const AtenTensorHandle** indices,
+                     int64_t indices_len);
+
 AOTISHIM_API extern Op<void(const IndexArgs&)> index_kernel;
 AOTISHIM_API extern Op<void(const MaskedScatterArgs&)> masked_scatter_kernel;
 }  // namespace ops

@@ -16,6 +16,8 @@
 #include "core/error.h"
 #include "core/handle_registry.h"
 #include "ops/fallback_ops.h"
+#include "ops/pointwise_scalar.h"
+#include "ops/promotion.h"
 
 namespace aotishim {
 
@@ -23,113 +25,13 @@ namespace {
 
 using ops::broadcast_strides;
 using ops::output_strides;
-
-enum class Category { Bool = 0, Integral = 1, Floating = 2, Complex = 3 };
-
-Category category(DType t) {
-  if (t == DType::Bool) return Category::Bool;
-  if (is_complex(t)) return Category::Complex;
-  if (is_floating(t)) return Category::Floating;
-  return Category::Integral;
-}
-
-int int_rank(DType t) {  // signed integers by width; uint8 apart
-  switch (t) {
-    case DType::Int8: return 1;
-    case DType::Int16: return 2;
-    case DType::Int32: return 3;
-    case DType::Int64: return 4;
-    default: return 0;
-  }
-}
-
-bool is_wide_unsigned(DType t) {
-  return t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64;
-}
-
-const char* c10_name(DType t) {  // as torch's messages spell dtypes
-  switch (t) {
-    case DType::UInt8: return "Byte";
-    case DType::Int8: return "Char";
-    case DType::Int16: return "Short";
-    case DType::Int32: return "Int";
-    case DType::Int64: return "Long";
-    case DType::Float16: return "Half";
-    case DType::Float32: return "Float";
-    case DType::Float64: return "Double";
-    case DType::Complex64: return "ComplexFloat";
-    case DType::Complex128: return "ComplexDouble";
-    case DType::Bool: return "Bool";
-    case DType::BFloat16: return "BFloat16";
-    case DType::UInt16: return "UInt16";
-    case DType::UInt32: return "UInt32";
-    case DType::UInt64: return "UInt64";
-  }
-  return "?";
-}
-
-// torch.promote_types.
-DType promote(DType a, DType b) {
-  if (a == b) return a;
-  if (is_wide_unsigned(a) || is_wide_unsigned(b)) {
-    const DType other = is_wide_unsigned(a) ? b : a;
-    AOTISHIM_CHECK(is_floating(other) || is_complex(other),
-                   "Promotion for uint16, uint32, uint64 types is not supported, attempted to "
-                   "promote ", c10_name(a), " and ", c10_name(b));
-    return other;
-  }
-  const Category ca = category(a), cb = category(b);
-  if (ca != cb) {
-    const DType hi = ca > cb ? a : b, lo = ca > cb ? b : a;
-    // complex64 with float64 is complex128; otherwise the higher category wins
-    if (is_complex(hi) && lo == DType::Float64) return DType::Complex128;
-    return hi;
-  }
-  switch (ca) {
-    case Category::Bool: return a;
-    case Category::Integral:
-      if (a == DType::UInt8 || b == DType::UInt8) {
-        const DType s = a == DType::UInt8 ? b : a;
-        return s == DType::Int8 ? DType::Int16 : s;
-      }
-      return int_rank(a) > int_rank(b) ? a : b;
-    case Category::Floating: {
-      if (a == DType::Float64 || b == DType::Float64) return DType::Float64;
-      return DType::Float32;  // float32 with a half type, or float16 with bfloat16
-    }
-    case Category::Complex: return DType::Complex128;
-  }
-  return a;
-}
-
-// One class of operands (dimensioned, 0-d or scalar) promoted together.
-struct ClassResult {
-  std::optional<DType> t;
-  void add(DType d) { t = t ? promote(*t, d) : d; }
-};
-
-// torch's combine_categories(higher, lower).
-std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
-  if (!higher) return lower;
-  if (!lower) return higher;
-  if (is_complex(*higher)) return higher;
-  if (is_complex(*lower)) {
-    if (is_floating(*higher)) return *higher == DType::Float64 ? DType::Complex128 : DType::Complex64;
-    return lower;
-  }
-  if (is_floating(*higher)) return higher;
-  if (*higher == DType::Bool || is_floating(*lower)) return promote(*higher, *lower);
-  return higher;
-}
-
-// The result dtype of tensors and (at most one) double scalar, as torch's
-// result_type: a double scalar is a float32-typed wrapped number.
-DType result_type(const std::vector<const Tensor*>& tensors, bool with_scalar) {
-  ClassResult dim, zero, wrapped;
-  for (const Tensor* t : tensors) (t->dim() > 0 ? dim : zero).add(t->dtype);
-  if (with_scalar) wrapped.add(DType::Float32);
-  return *combine(dim.t, combine(zero.t, wrapped.t));
-}
+using ops::c10_name;
+using ops::Category;
+using ops::category;
+using ops::is_wide_unsigned;
+using ops::result_type;
+using ops::check_scalar_fits;
+using ops::scalar_in_dtype;
 
 std::vector<int64_t> broadcast_shape(const Tensor& a, const Tensor& b) {
   const size_t n = std::max(a.sizes.size(), b.sizes.size());
@@ -154,15 +56,6 @@ Tensor prepared(const Tensor& t, DType dtype, const std::vector<int64_t>& shape)
   v.strides = broadcast_strides(v, shape);
   v.sizes = shape;
   return v;
-}
-
-// A 0-d tensor holding `value` converted to `dtype` (torch's cast of a scalar).
-Tensor scalar_tensor(Device& device, double value, DType dtype) {
-  Tensor host = make_empty(get_device(DeviceType::CPU), DType::Float64, {});
-  *reinterpret_cast<double*>(host.data()) = value;
-  Tensor out = make_empty(device, dtype, {});
-  copy_tensor(out, host);
-  return out;
 }
 
 void check_supported(const char* kernel, DType t, bool add) {
@@ -199,7 +92,7 @@ AtenTensorHandle run_binary(const ops::OpCall& call, PointwiseKind kind, const T
     return moved;
   };
   const Tensor a_here = on_device(a);
-  const Tensor b = b_tensor ? on_device(*b_tensor) : scalar_tensor(device, *b_scalar, result);
+  const Tensor b = b_tensor ? on_device(*b_tensor) : scalar_in_dtype(device, *b_scalar, result);
   // A scalar is a 0-d operand of TensorIterator's too (no opinion on the
   // order of dims, but it takes the inputs off the same-shape fast path).
   std::vector<const Tensor*> layout{&a_here, &b};
@@ -212,31 +105,6 @@ AtenTensorHandle run_binary(const ops::OpCall& call, PointwiseKind kind, const T
   args.b = prepared(b, result, shape);
   if (args.out.numel() > 0) ops::pointwise_kernel.run(device, args);
   return register_tensor(args.out);
-}
-
-// torch's checked conversion of a scalar: integers take only values within
-// their range (no NaN), real floats any value but finite ones beyond their
-// largest; bool and complex take everything.
-void check_fits(double v, DType t) {
-  double lo = 0, hi = 0;
-  const char* name = "";
-  switch (t) {
-    case DType::UInt8: lo = 0; hi = 255; name = "uint8_t"; break;
-    case DType::Int8: lo = -128; hi = 127; name = "int8_t"; break;
-    case DType::Int16: lo = -32768; hi = 32767; name = "int16_t"; break;
-    case DType::Int32: lo = -2147483648.0; hi = 2147483647.0; name = "int"; break;
-    case DType::Int64: lo = -9223372036854775808.0; hi = 9223372036854775807.0; name = "int64_t"; break;
-    case DType::UInt16: lo = 0; hi = 65535; name = "uint16_t"; break;
-    case DType::UInt32: lo = 0; hi = 4294967295.0; name = "uint32_t"; break;
-    case DType::UInt64: lo = 0; hi = 18446744073709551615.0; name = "uint64_t"; break;
-    case DType::Float16: lo = -65504; hi = 65504; name = "c10::Half"; break;
-    case DType::BFloat16: lo = -3.3895313892515355e38; hi = 3.3895313892515355e38; name = "c10::BFloat16"; break;
-    case DType::Float32: lo = -3.4028234663852886e38; hi = 3.4028234663852886e38; name = "float"; break;
-    default: return;  // float64, bool, complex
-  }
-  const bool integral = !is_floating(t);
-  const bool ok = integral ? (v >= lo && v <= hi) : (!std::isfinite(v) || (v >= lo && v <= hi));
-  AOTISHIM_CHECK(ok, "value cannot be converted to type ", name, " without overflow");
 }
 
 }  // namespace
@@ -316,14 +184,105 @@ void polar(const OpCall& call, AtenTensorHandle abs_h, AtenTensorHandle angle_h,
 
 void fill__Scalar(const OpCall& call, AtenTensorHandle self_h, double value) {
   const Tensor& self = *call.tensor(self_h, "self");
-  check_fits(value, self.dtype);
+  check_scalar_fits(value, self.dtype);
   if (self.numel() == 0) return;
   // The value in self's dtype (torch's cast), copied to every element through
   // a broadcast view; repeated elements all take the same value.
-  Tensor scalar = scalar_tensor(self.device(), value, self.dtype);
+  Tensor scalar = scalar_in_dtype(self.device(), value, self.dtype);
   scalar.sizes = self.sizes;
   scalar.strides.assign(self.sizes.size(), 0);
   copy_tensor(self, scalar);
+}
+
+void angle(const OpCall& call, AtenTensorHandle self_h, AtenTensorHandle* ret0) {
+  require_out(ret0, "ret0");
+  const Tensor& self = *call.tensor(self_h, "self");
+  AOTISHIM_CHECK(!is_wide_unsigned(self.dtype), "\"angle_cpu\" not implemented for '",
+                 c10_name(self.dtype), "'");
+  // Integers and bool give float32 (torch's default dtype); complex its real part type.
+  const DType result = is_complex(self.dtype) ? complex_part(self.dtype)
+                       : is_floating(self.dtype) ? self.dtype
+                                                 : DType::Float32;
+  PointwiseArgs args;
+  args.kind = PointwiseKind::Angle;
+  // torch resizes an empty out for complex input: the result is contiguous then
+  args.out = make_empty(self.device(), result, self.sizes,
+                        is_complex(self.dtype) ? contiguous_strides(self.sizes)
+                                               : output_strides({&self}, self.sizes));
+  args.a = is_complex(self.dtype) ? self : prepared(self, result, self.sizes);
+  args.b = args.a;
+  if (args.out.numel() > 0) pointwise_kernel.run(self.device(), args);
+  *ret0 = register_tensor(args.out);
+}
+
+void gcd(const OpCall& call, AtenTensorHandle self_h, AtenTensorHandle other_h,
+         AtenTensorHandle* ret0) {
+  require_out(ret0, "ret0");
+  auto self = call.tensor(self_h, "self");
+  auto other = call.tensor(other_h, "other");
+  const DType result = result_type({self.get(), other.get()}, false);
+  AOTISHIM_CHECK(category(result) == Category::Integral && !is_wide_unsigned(result),
+                 "\"gcd_cpu\" not implemented for '", c10_name(result), "'");
+  *ret0 = run_binary(call, PointwiseKind::Gcd, *self, other.get(), std::nullopt, 1.0);
+}
+
+void pow_Tensor_Tensor(const OpCall& call, AtenTensorHandle self_h, AtenTensorHandle exponent_h,
+                       AtenTensorHandle* ret0) {
+  require_out(ret0, "ret0");
+  auto self = call.tensor(self_h, "self");
+  auto exponent = call.tensor(exponent_h, "exponent");
+  const DType result = result_type({self.get(), exponent.get()}, false);
+  AOTISHIM_CHECK(result != DType::Bool && !is_wide_unsigned(result),
+                 "\"pow\" not implemented for '", c10_name(result), "'");
+  *ret0 = run_binary(call, PointwiseKind::Pow, *self, exponent.get(), std::nullopt, 1.0);
+}
+
+// The ABI passes the exponent as a double, a floating-point scalar in torch's
+// terms: an integral tensor gives float32, and torch's refusal of integers to
+// negative integer powers (an integral scalar) cannot arise.
+void pow_Tensor_Scalar(const OpCall& call, AtenTensorHandle self_h, double exponent,
+                       AtenTensorHandle* ret0) {
+  require_out(ret0, "ret0");
+  const Tensor& self = *call.tensor(self_h, "self");
+  const DType result = result_type({&self}, true);
+  AOTISHIM_CHECK(!is_wide_unsigned(result), "\"pow\" not implemented for '", c10_name(result),
+                 "'");
+  PointwiseArgs args;
+  args.kind = PointwiseKind::PowScalar;
+  args.exponent = exponent;
+  args.out = make_empty(self.device(), result, self.sizes, output_strides({&self}, self.sizes));
+  args.a = prepared(self, result, self.sizes);
+  args.b = args.a;
+  if (args.out.numel() > 0) pointwise_kernel.run(self.device(), args);
+  *ret0 = register_tensor(args.out);
+}
+
+void pow_Scalar(const OpCall& call, double self, AtenTensorHandle exponent_h,
+                AtenTensorHandle* ret0) {
+  require_out(ret0, "ret0");
+  const Tensor& exponent = *call.tensor(exponent_h, "exponent");
+  const DType result = result_type({&exponent}, true);
+  AOTISHIM_CHECK(!is_wide_unsigned(result), "\"pow\" not implemented for '", c10_name(result),
+                 "'");
+  if (self == 1.0) {  // torch fills ones, whatever the exponent (NaN included)
+    Tensor out = make_empty(exponent.device(), result, exponent.sizes,
+                            output_strides({&exponent}, exponent.sizes));
+    if (out.numel() > 0) {
+      Tensor one = scalar_in_dtype(exponent.device(), 1.0, result);
+      copy_tensor(out, broadcast_to(one, out.sizes));
+    }
+    *ret0 = register_tensor(out);
+    return;
+  }
+  const Tensor base = scalar_in_dtype(exponent.device(), self, result);
+  PointwiseArgs args;
+  args.kind = PointwiseKind::Pow;
+  args.out = make_empty(exponent.device(), result, exponent.sizes,
+                        output_strides({&exponent}, exponent.sizes));
+  args.a = prepared(base, result, exponent.sizes);
+  args.b = prepared(exponent, result, exponent.sizes);
+  if (args.out.numel() > 0) pointwise_kernel.run(exponent.device(), args);
+  *ret0 = register_tensor(args.out);
 }
 
 }  // namespace ops

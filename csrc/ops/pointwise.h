@@ -1,5 +1,6 @@
-// Pointwise arithmetic (ops/pointwise.cpp): add, mul and abs with torch's
-// type promotion, broadcasting and output strides (TensorIterator's).
+// Pointwise arithmetic (ops/pointwise.cpp): add, mul, abs, polar, angle, gcd
+// and pow with torch's type promotion, broadcasting and output strides
+// (TensorIterator's).
 #pragma once
 
 #include "aotishim/export.h"
@@ -8,17 +9,22 @@
 
 namespace aotishim {
 
-enum class PointwiseKind { Add, Mul, Abs, Polar };
+enum class PointwiseKind { Add, Mul, Abs, Polar, Angle, Gcd, Pow, PowScalar };
 
-// out = a + alpha * b, a * b, |a| or polar(a, b) = a * (cos b + i sin b). a and b are already in the computation
-// dtype (out's; for abs of a complex tensor and for polar, out's real part type) and
-// broadcast to out's sizes (stride 0 where they repeat); b is unused for abs.
+// out = a + alpha * b, a * b, |a|, polar(a, b) = a * (cos b + i sin b),
+// angle(a), gcd(a, b), a ** b, or a ** exponent (PowScalar). a and b are
+// already in the computation dtype (out's; for abs and angle of a complex
+// tensor and for polar, out's real part type is out's) and broadcast to out's
+// sizes (stride 0 where they repeat); b is unused for abs, angle and
+// PowScalar. Integer pow is torch's: wrapping products, and a negative
+// exponent gives 0 unless the base is 1 or -1.
 struct PointwiseArgs {
   PointwiseKind kind = PointwiseKind::Mul;
   Tensor out;
   Tensor a;
   Tensor b;
   double alpha = 1.0;
+  double exponent = 1.0;  // PowScalar
 };
 
 namespace ops {

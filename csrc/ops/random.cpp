@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/handle_registry.h"
 #include "core/strided.h"
+#include "ops/factory.h"
 #include "ops/fallback_ops.h"
 
 namespace aotishim {
@@ -31,37 +32,6 @@ void check_generator(const OpCall& call, AtenGeneratorHandle* generator) {
   AOTISHIM_CHECK(generator == nullptr || *generator == nullptr, call.op,
                  ": explicit generators are not supported; the random ops draw from the "
                  "process-wide generator (aotishim.manual_seed seeds it)");
-}
-
-void check_sizes(const OpCall& call, const int64_t* size, int64_t size_len) {
-  AOTISHIM_CHECK(size_len >= 0 && (size_len == 0 || size != nullptr), call.op,
-                 ": invalid size list");
-  for (int64_t i = 0; i < size_len; ++i)
-    AOTISHIM_CHECK(size[i] >= 0, call.op, ": negative dimension ", size[i], " in size");
-}
-
-void check_layout_and_pinning(const OpCall& call, const int32_t* layout,
-                              const int32_t* pin_memory) {
-  AOTISHIM_CHECK(layout == nullptr || *layout == 0, call.op, ": only the strided layout is "
-                 "supported, got layout ", layout ? *layout : 0);
-  AOTISHIM_CHECK(pin_memory == nullptr || *pin_memory == 0, call.op,
-                 ": pinned memory is not supported");
-}
-
-// The device a factory makes its tensor on: the one it names, else the one
-// the entry promises (the cpu for aotishim_* entries).
-Device& factory_device(const OpCall& call, const int32_t* device, int32_t device_index) {
-  DeviceType type = call.device.value_or(DeviceType::CPU);
-  int32_t index = 0;
-  if (device != nullptr) {
-    const DeviceType named = device_type_from_int(*device);
-    AOTISHIM_CHECK(!call.device || named == *call.device, call.op, ": device ",
-                   device_type_name(named), " given to an entry point that runs on ",
-                   device_type_name(*call.device));
-    type = named;
-    index = device_index < 0 ? 0 : device_index;
-  }
-  return get_device(type, index);
 }
 
 // A *_like op's device: self's (a named device must be it).

@@ -9,7 +9,8 @@
 
 namespace aotishim {
 
-enum class ScatterReduce { Sum, Prod, Mean, Amax, Amin };
+// Assign is scatter's plain write (the last write in index order wins).
+enum class ScatterReduce { Sum, Prod, Mean, Amax, Amin, Assign };
 
 // On entry `out` holds self's values. For every position p of index,
 // out[p with dim replaced by index[p]] = reduce(that, src[p]), in row-major
@@ -29,6 +30,15 @@ struct ScatterReduceArgs {
 
 namespace ops {
 AOTISHIM_API extern Op<void(const ScatterReduceArgs&)> scatter_reduce_kernel;
+
+// out = self with src scattered into it (args' reduce and include_self),
+// after torch's checks: `what` names the op in messages, `index_int64_only`
+// is scatter's rule (scatter_reduce also takes int32), and src is null for
+// scatter's value form (value_src, a tensor of self's dtype broadcast to
+// index's sizes, stands for it without the src size check).
+void scatter_into(const char* what, const Tensor& out, const Tensor& self, int64_t dim,
+                  const Tensor& index, const Tensor* src, const Tensor& value_src,
+                  ScatterReduceArgs args, bool index_int64_only);
 }  // namespace ops
 
 }  // namespace aotishim

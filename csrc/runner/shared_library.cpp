@@ -1,4 +1,5 @@
 #include "runner/shared_library.h"
+#include "runner/unsupported_ops.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -214,8 +215,15 @@ void require_loadable(const std::string& path, const ShimCheck& check) {
                 join(check.entry_points_missing));
   }
   if (!check.missing.empty()) {
+    // Ops aotishim declines on purpose are named with the reason.
+    std::string declined;
+    for (const std::string& name : check.missing) {
+      if (const char* reason = unsupported_reason(name))
+        declined += "; " + name + " is not supported: " + reason;
+    }
     throw Error("'" + path + "' needs " + std::to_string(check.missing.size()) +
-                " shim function(s) that aotishim does not provide: " + join(check.missing));
+                " shim function(s) that aotishim does not provide: " + join(check.missing) +
+                declined);
   }
   if (!check.conflicts.empty()) {
     throw Error("'" + path + "' would bind shim functions to another library loaded with " +

@@ -15,7 +15,9 @@ follow torch's generated shims:
 - ``double* x`` / ``int64_t* x``: an optional scalar, ``None`` for absent;
 - ``const char* x`` / ``const char** x``: a string / an optional string;
 - ``AtenGeneratorHandle* generator``: ``None`` (the process-wide generator);
-- ``const AtenTensorHandle** x, int64_t x_len_``: a list of optional tensors.
+- ``const AtenTensorHandle** x, int64_t x_len_``: a list of optional tensors;
+- ``const AtenTensorHandle* x, int64_t x_len_``: a list of tensors;
+- ``const double** x, int64_t x_len_``: an optional list of floats, ``None`` for absent.
 """
 
 from __future__ import annotations
@@ -142,6 +144,17 @@ class FallbackOp:
                 *[None if s is None else ctypes.addressof(s) for s in slots])
             keep.extend([slots, pointers])
             return pointers
+        if p.ctype == "const AtenTensorHandle*":  # a list of tensors
+            handles = (ctypes.c_void_p * max(1, len(value)))(*[_handle(v) for v in value])
+            keep.append(handles)
+            return handles
+        if p.ctype == "const double**":  # an optional list of floats
+            if value is None:
+                return None
+            array = (ctypes.c_double * max(1, len(value)))(*[float(v) for v in value])
+            box = ctypes.cast(array, ctypes.c_void_p)
+            keep.extend([array, box])
+            return ctypes.byref(box)
         if p.ctype == "const char*":
             return None if value is None else str(value).encode()
         if p.ctype == "const char**":  # an optional string

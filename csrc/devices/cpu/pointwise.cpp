@@ -1,9 +1,10 @@
-// Pointwise add, mul and abs on the host. Inputs arrive in the computation
+// Pointwise add, mul, abs, polar, angle, gcd and pow on the host. Inputs arrive in the computation
 // dtype; half types compute in float and round once per result (torch's
 // opmath), complex types in their own precision with torch's formulas, and
 // integers wrap. add uses a fused multiply-add (a + alpha * b), as torch's
 // vectorized CPU kernel does.
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -52,6 +53,31 @@ void store(char* p, T v) {
   std::memcpy(p, &v, sizeof(T));
 }
 
+// x ** e with torch's special cases: 0 and 1 fill ones and copy, 1/2, -1/2
+// and -1 are sqrt, rsqrt and the reciprocal, 2, 3 and -2 products; other
+// exponents call pow (float and double in double, as torch's kernel takes a
+// double exponent; the half types in float).
+template <typename C, typename Load, typename Store>
+void pow_scalar_real(const PointwiseArgs& p, Load ld, Store st) {
+  const double e = p.exponent;
+  auto each = [&](auto f) {
+    for_each_offset(p, [&](char* o, const char* a, const char*) { st(o, static_cast<C>(f(ld(a)))); });
+  };
+  if (e == 0.0) return each([](C) { return C(1); });
+  if (e == 1.0) return each([](C x) { return x; });
+  if (e == 0.5) return each([](C x) { return std::sqrt(x); });
+  if (e == -0.5) return each([](C x) { return C(1) / std::sqrt(x); });
+  if (e == -1.0) return each([](C x) { return C(1) / x; });
+  if (e == 2.0) return each([](C x) { return x * x; });
+  if (e == 3.0) return each([](C x) { return x * x * x; });
+  if (e == -2.0) return each([](C x) { return C(1) / (x * x); });
+  if constexpr (std::is_same_v<C, float>) {
+    if (p.a.dtype == DType::Float32) return each([&](C x) { return std::pow(static_cast<double>(x), e); });
+  }
+  const C ec = static_cast<C>(e);
+  each([&](C x) { return std::pow(x, ec); });
+}
+
 // Real floating types: S is the stored type, C the computation type.
 template <typename C, typename Load, typename Store>
 void real_kernel(const PointwiseArgs& p, Load ld, Store st) {
@@ -66,8 +92,21 @@ void real_kernel(const PointwiseArgs& p, Load ld, Store st) {
     case PointwiseKind::Abs:
       for_each_offset(p, [&](char* o, const char* a, const char*) { st(o, std::fabs(ld(a))); });
       return;
+    case PointwiseKind::Angle:
+      for_each_offset(p, [&](char* o, const char* a, const char*) {
+        const C x = ld(a);
+        st(o, x != x ? x : x < C(0) ? static_cast<C>(3.14159265358979323846) : C(0));
+      });
+      return;
+    case PointwiseKind::Pow:
+      for_each_offset(p, [&](char* o, const char* a, const char* b) { st(o, std::pow(ld(a), ld(b))); });
+      return;
+    case PointwiseKind::PowScalar:
+      pow_scalar_real<C>(p, ld, st);
+      return;
     case PointwiseKind::Polar:
-      return;  // dispatched on its own (a complex result)
+    case PointwiseKind::Gcd:
+      return;  // dispatched on its own (a complex result) / refused for floats
   }
 }
 
@@ -78,6 +117,12 @@ void polar_kernel(const PointwiseArgs& p) {
     R out[2] = {r * std::cos(theta), r * std::sin(theta)};
     std::memcpy(o, out, sizeof out);
   });
+}
+
+template <typename R>
+void store_complex(char* o, std::complex<R> v) {
+  R r[2] = {v.real(), v.imag()};
+  std::memcpy(o, r, sizeof r);
 }
 
 template <typename R>
@@ -104,10 +149,77 @@ void complex_kernel(const PointwiseArgs& p) {
       case PointwiseKind::Abs:
         store<R>(o, std::hypot(x[0], x[1]));
         return;
+      case PointwiseKind::Angle:
+        store<R>(o, std::atan2(x[1], x[0]));
+        return;
+      case PointwiseKind::Pow: {
+        std::memcpy(y, b, sizeof y);
+        const std::complex<R> r = std::pow(std::complex<R>(x[0], x[1]), std::complex<R>(y[0], y[1]));
+        store_complex(o, r);
+        return;
+      }
+      case PointwiseKind::PowScalar: {
+        const std::complex<R> z(x[0], x[1]);
+        const double e = p.exponent;
+        std::complex<R> r;
+        if (e == 0.0) r = std::complex<R>(1, 0);
+        else if (e == 1.0) r = z;
+        else if (e == 0.5) r = std::sqrt(z);
+        else if (e == -0.5) r = R(1) / std::sqrt(z);
+        else if (e == -1.0) r = R(1) / z;
+        else if (e == 2.0) r = z * z;
+        else if (e == 3.0) r = z * z * z;
+        else if (e == -2.0) r = R(1) / (z * z);
+        else r = std::pow(z, std::complex<R>(static_cast<R>(e), 0));
+        store_complex(o, r);
+        return;
+      }
       case PointwiseKind::Polar:
-        return;  // takes real inputs
+      case PointwiseKind::Gcd:
+        return;  // take real inputs
     }
   });
+}
+
+// Euclid's algorithm on the absolute values, as torch's calc_gcd (whose abs
+// works in int for the narrow types, so gcd(-128, 0) is -128 again in int8).
+template <typename T>
+T integer_gcd(T a_in, T b_in) {
+  using W = std::conditional_t<(sizeof(T) < sizeof(int)), int, T>;
+  W a = static_cast<W>(a_in), b = static_cast<W>(b_in);
+  if constexpr (std::is_signed_v<W>) {
+    // |INT64_MIN| wraps to itself, as std::abs does on torch's targets
+    a = a < 0 ? static_cast<W>(0 - static_cast<std::make_unsigned_t<W>>(a)) : a;
+    b = b < 0 ? static_cast<W>(0 - static_cast<std::make_unsigned_t<W>>(b)) : b;
+  }
+  while (a != 0) {
+    const W c = a;
+    a = b % a;
+    b = c;
+  }
+  return static_cast<T>(b);
+}
+
+// Square-and-multiply with wrapping products; a negative exponent gives 0
+// unless the base is 1 (1) or -1 (+-1 by the exponent's parity).
+template <typename T>
+T integer_pow(T base, T exp) {
+  if constexpr (std::is_signed_v<T>) {
+    if (exp < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (exp % 2) != 0 ? T(-1) : T(1);
+      return 0;
+    }
+  }
+  using U = std::make_unsigned_t<T>;
+  U result = 1, a = static_cast<U>(base);
+  T b = exp;
+  while (b != 0) {
+    if (b & 1) result = static_cast<U>(result * a);
+    b = static_cast<T>(b / 2);
+    a = static_cast<U>(a * a);
+  }
+  return static_cast<T>(result);
 }
 
 // Integers wrap (computed on the unsigned 64-bit pattern, then truncated).
@@ -130,9 +242,18 @@ void integer_kernel(const PointwiseArgs& p) {
         }
         return;
       }
+      case PointwiseKind::Gcd:
+        store<T>(o, integer_gcd(load<T>(a), load<T>(b)));
+        return;
+      case PointwiseKind::Pow:
+        store<T>(o, integer_pow(load<T>(a), load<T>(b)));
+        return;
       case PointwiseKind::Add:
       case PointwiseKind::Polar:
-        return;  // refused by the op (integral add needs an integral alpha; polar takes floats)
+      case PointwiseKind::Angle:
+      case PointwiseKind::PowScalar:
+        return;  // refused by the op, or given floats (integral add needs an
+                 // integral alpha; a double exponent and angle give floats)
     }
   });
 }

@@ -1,4 +1,4 @@
-// scatter_reduce on the host, serially in index order (the order torch's CPU
+// scatter_reduce (and scatter's plain write) on the host, serially in index order (the order torch's CPU
 // kernel accumulates in, so float sums round the same way).
 #include <cmath>
 #include <limits>
@@ -96,6 +96,7 @@ void run_typed_index(const ScatterReduceArgs& a) {
         case ScatterReduce::Amin:
           cur = cpu::is_nan(v) ? v : cpu::is_nan(cur) ? cur : (v < cur ? v : cur);
           break;
+        case ScatterReduce::Assign: cur = v; break;
       }
       if (mean) ++counts[t];
     });
