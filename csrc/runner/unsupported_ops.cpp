@@ -16,7 +16,18 @@ constexpr const char* kQat =
 constexpr const char* kSparse =
     "it makes a sparse tensor, and the ABI's tensors are strided (dense) only";
 
+constexpr const char* kFloat8 =
+    "its operands are float8 (e4m3fn / e5m2) tensors, which aotishim's tensors cannot hold yet "
+    "(float8 dtypes are refused for every tensor)";
+constexpr const char* kDynQuant4 =
+    "torch's cpu kernel quantises the activations on the fly into its own packed 4-bit format; "
+    "that quantisation is not reproduced, so results would differ from torch's";
+
 constexpr Declined kDeclined[] = {
+    {"_scaled_mm", kFloat8},
+    {"_scaled_mm_out", kFloat8},
+    {"_dyn_quant_pack_4bit_weight", kDynQuant4},
+    {"_dyn_quant_matmul_4bit", kDynQuant4},
     {"_fused_moving_avg_obs_fq_helper", kQat},
     {"_fused_moving_avg_obs_fq_helper_functional", kQat},
     {"_to_sparse", kSparse},
