@@ -18,6 +18,11 @@ DevicePointwise device_kind(PointwiseKind kind) {
     case PointwiseKind::Mul: return DevicePointwise::Mul;
     case PointwiseKind::Abs: return DevicePointwise::Abs;
     case PointwiseKind::Polar: return DevicePointwise::Polar;
+    // The cpu has these; cuda has no kernel for them yet.
+    case PointwiseKind::Angle: fail("no angle kernel for cuda");
+    case PointwiseKind::Gcd: fail("no gcd kernel for cuda");
+    case PointwiseKind::Pow:
+    case PointwiseKind::PowScalar: fail("no pow kernel for cuda");
   }
   fail("cuda pointwise: unknown kind");
 }
