@@ -72,6 +72,15 @@ def test_stable_sort_is_torchs(dtype, shape, dim, descending):
 def test_sort_of_nan_and_signed_zeros(dtype, descending):
     x = torch.tensor([0.0, -0.0, float("nan"), 1.0, -float("nan"), -0.0, float("-inf"), 0.0,
                       float("inf"), -1.0], device="cuda").to(DT[dtype])
+    # the NaNs' bits set here: a conversion to float16 or bfloat16 may change
+    # the sign (x[2] a positive quiet NaN, x[4] the same with its sign bit set)
+    width = 8 * x.element_size()
+    quiet = {torch.float32: 0x7FC00000, torch.float64: 0x7FF8000000000000,
+             torch.float16: 0x7E00, torch.bfloat16: 0x7FC0}[x.dtype]
+    bits = x.view({32: torch.int32, 64: torch.int64, 16: torch.int16}[width])
+    bits[2] = quiet
+    bits[4] = quiet - (1 << (width - 1))  # the sign bit, as a signed integer
+    assert torch.isnan(x[4]) and torch.signbit(x[4]) and not torch.signbit(x[2])
     v, i = shim.call_op("sort_stable", borrow(x), 1, 0, int(descending), entry="cuda")
     want_v, want_i = torch.sort(x, descending=descending, stable=True)
     assert torch.equal(to_torch(i), want_i.cpu())
