@@ -125,6 +125,11 @@ def test_cumulative_is_torchs(op, dtype, out_dtype, shape, dim):
     x = values(DT[dtype], shape, 5)
     if op == "cumprod" and DT[dtype].is_floating_point:
         x = 1 + x / 64  # products that stay finite
+    elif op == "cumprod" and out_dtype is not None and DT[out_dtype].is_floating_point:
+        # integers of up to 100 leave float32's range within 20 terms (and the
+        # float64 reference's within 160, where the error bound means nothing):
+        # +-1 with a 2 now and then keeps every product finite, and exact
+        x = torch.where(x % 13 == 0, 2, torch.where(x % 2 == 0, 1, -1)).to(x.dtype)
     code = None if out_dtype is None else {"float64": 7, "float32": 6, "float16": 5,
                                            "int16": 2}[out_dtype]
     got = shim.call_op(op, borrow(x), dim, code, entry="cuda")
