@@ -19,6 +19,7 @@ import torch
 
 import aotishim
 from opinfo_cases import ADAPTERS, COMPLEX_DTYPES, CUDA_DTYPES, LAYOUTS, SHIM_DTYPES, run_case
+from tf32 import tf32_off
 
 pytest.importorskip("expecttest")  # torch's testing internals import it
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
@@ -66,12 +67,8 @@ def _no_tf32():
     if not HAS_CUDA:
         yield
         return
-    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    try:
+    with tf32_off():
         yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
 def _samples(adapter, dtype):

@@ -91,20 +91,31 @@ AtenTensorHandle run_binary(const ops::OpCall& call, PointwiseKind kind, const T
     copy_tensor(moved, t);
     return moved;
   };
+  // torch cuda reads a scalar at the op's math type (float32 for float16 and
+  // bfloat16), not rounded to the tensor's dtype first (torch's cpu rounds it
+  // for add, not for mul); its kernels compute in float32 and round once into
+  // the result, so computing in float32 and converting gives its answer.
+  const bool scalar_at_float32 = b_scalar.has_value() && device.type() == DeviceType::CUDA &&
+                                 (result == DType::Float16 || result == DType::BFloat16);
+  const DType compute = scalar_at_float32 ? DType::Float32 : result;
   const Tensor a_here = on_device(a);
-  const Tensor b = b_tensor ? on_device(*b_tensor) : scalar_in_dtype(device, *b_scalar, result);
+  const Tensor b = b_tensor ? on_device(*b_tensor) : scalar_in_dtype(device, *b_scalar, compute);
   // A scalar is a 0-d operand of TensorIterator's too (no opinion on the
   // order of dims, but it takes the inputs off the same-shape fast path).
   std::vector<const Tensor*> layout{&a_here, &b};
   const std::vector<int64_t> shape = broadcast_shape(a_here, b);
+  const std::vector<int64_t> strides = output_strides(layout, shape);
   PointwiseArgs args;
   args.kind = kind;
   args.alpha = alpha;
-  args.out = make_empty(device, result, shape, output_strides(layout, shape));
-  args.a = prepared(a_here, result, shape);
-  args.b = prepared(b, result, shape);
+  args.out = make_empty(device, compute, shape, strides);
+  args.a = prepared(a_here, compute, shape);
+  args.b = prepared(b, compute, shape);
   if (args.out.numel() > 0) ops::pointwise_kernel.run(device, args);
-  return register_tensor(args.out);
+  if (compute == result) return register_tensor(args.out);
+  Tensor out = make_empty(device, result, shape, strides);
+  if (out.numel() > 0) copy_tensor(out, args.out);
+  return register_tensor(out);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import aotishim
 from aotishim import shim
+from tf32 import tf32_off  # noqa: F401  (the GPU tests import it from here)
 
 _lib = None
 _cudart = None
@@ -95,21 +96,6 @@ def current_device() -> int:
     d = ctypes.c_int()
     assert cudart().cudaGetDevice(ctypes.byref(d)) == 0
     return d.value
-
-
-@contextlib.contextmanager
-def tf32_off():
-    """torch's matmuls and cuDNN without TF32 inside: the reference must be
-    more exact than aotishim (TF32 convolutions are not)."""
-    import torch
-
-    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
 def borrow(x) -> "shim.Tensor":

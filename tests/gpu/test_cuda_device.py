@@ -186,6 +186,20 @@ def test_unsupported_conversion_on_device_is_a_clear_error():
         shim.copy_(dst, src)
 
 
+@pytest.mark.parametrize("real,cplx", [("float32", "complex64"), ("float64", "complex64"),
+                                       ("float16", "complex128"), ("float32", "complex128")])
+def test_real_to_complex_copy_on_device(real, cplx):
+    a = rng.standard_normal(24).astype(np.float64) * 3
+    src = shim.reinterpret_tensor(to_dev(a.astype(real)), [3, 4], [8, 2], 1)  # strided
+    dst = shim.empty_strided([3, 4], [1, 3], cplx, DEV)  # column-major
+    shim.copy_(dst, src)
+    want = np.lib.stride_tricks.as_strided(a.astype(real)[1:], (3, 4),
+                                           (8 * np.dtype(real).itemsize, 2 * np.dtype(real).itemsize))
+    got = shim.to_numpy(dst)
+    assert got.dtype == np.dtype(cplx)
+    np.testing.assert_array_equal(got, want.astype(cplx))  # the real rounded once, imag 0
+
+
 def test_clone_of_device_view():
     a = rng.standard_normal(24).astype(np.float32)
     v = shim.reinterpret_tensor(to_dev(a), [3, 4], [8, 2], 1)

@@ -1,7 +1,7 @@
 """_fft_c2c / _fft_r2c on cuda (aoti_torch_cuda_*) and _fft_c2r (its
 device-generic entry) over cuFFT, against torch cuda: every norm mode,
 onesided and two-sided r2c, one and several dimensions in any order, both
-complex dtypes, inputs transposed, permuted or with gaps, output strides
+complex dtypes, inputs transposed, permuted, with gaps or misaligned, output strides
 equal to torch cuda's, round trips; a missing cuFFT is an error naming every
 place tried; and a compiled cuda model (FNet's Fourier mixing) against eager."""
 
@@ -28,7 +28,7 @@ from cuda_helpers import borrow  # noqa: E402
 from torch_views import to_torch  # noqa: E402
 
 A = torch.ops.aten
-DIMS = [[2], [1], [0], [1, 2], [2, 1], [0, 2], [0, 1, 2], [-1], [-2, -3]]
+DIMS = [[2], [1], [0], [1, 2], [2, 1], [0, 2], [0, 1, 2], [2, 0, 1], [-1], [-2, -3]]
 
 
 def _layouts(real):
@@ -38,7 +38,9 @@ def _layouts(real):
         return torch.randn(*shape, generator=g, device="cuda", dtype=real)
 
     return {"contiguous": randn(4, 6, 10), "permuted": randn(10, 4, 6).permute(1, 2, 0),
-            "transposed": randn(4, 10, 6).transpose(1, 2), "gaps": randn(4, 7, 20)[:, 1:, ::2]}
+            "transposed": randn(4, 10, 6).transpose(1, 2), "gaps": randn(4, 7, 20)[:, 1:, ::2],
+            # data not aligned as a complex: torch cuda's r2c reads a dense copy
+            "misaligned": randn(241)[1:].view(4, 6, 10)}
 
 
 def _check(name, args, reference, entry="cuda"):

@@ -1,4 +1,5 @@
-// Strided elementwise kernels: copies with dtype conversion, in-place
+// Strided elementwise kernels: copies with dtype conversion (among the real
+// floats, and from them to complex), in-place
 // scaling and in-place addition of a (broadcast) tensor. One thread per output element over a grid-stride loop; adjacent
 // dimensions that are contiguous in every operand are merged first so common
 // views index with few divisions.
@@ -108,6 +109,23 @@ __global__ void copy_kernel(D* dst, const S* src, Geometry g) {
   }
 }
 
+// A real float into a complex of parts P: (the value as P, 0), as torch
+// converts a real to a complex. dst's offsets count complex elements.
+template <typename P, typename S>
+__global__ void real_to_complex_kernel(P* dst, const S* src, Geometry g) {
+  using W = typename std::conditional<std::is_same<P, double>::value ||
+                                          std::is_same<typename Wide<S>::type, double>::value,
+                                      double, float>::type;
+  int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < g.numel;
+       i += step) {
+    int64_t off[2];
+    offsets(g, i, 2, off);
+    dst[2 * off[0]] = Cvt<W, P>::store(Cvt<W, S>::load(src[off[1]]));
+    dst[2 * off[0] + 1] = P(0);
+  }
+}
+
 // Same-dtype copies move raw elements of the dtype's width.
 template <typename T>
 __global__ void raw_copy_kernel(T* dst, const T* src, Geometry g) {
@@ -179,7 +197,8 @@ void launch_from(const StridedView& dst, const StridedView& src, const Geometry&
     default: break;
   }
   fail(str("cuda copy cannot convert ", dtype_name(src.dtype), " to ", dtype_name(dst.dtype),
-           " (conversions are among float32, float64, float16 and bfloat16)"));
+           " (conversions are among float32, float64, float16 and bfloat16, and from those to "
+           "complex64 and complex128)"));
 }
 
 template <typename T>
@@ -192,6 +211,31 @@ void launch_raw(const StridedView& dst, const StridedView& src, const Geometry& 
 bool is_float(DType t) {
   return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 ||
          t == DType::BFloat16;
+}
+
+template <typename P>
+void launch_real_to_complex(const StridedView& dst, const StridedView& src, const Geometry& g,
+                            cudaStream_t stream) {
+  P* out = static_cast<P*>(dst.data);
+  const int blocks = blocks_for(g.numel);
+  switch (src.dtype) {
+    case DType::Float32:
+      real_to_complex_kernel<P, float><<<blocks, kThreads, 0, stream>>>(
+          out, static_cast<const float*>(src.data), g);
+      break;
+    case DType::Float64:
+      real_to_complex_kernel<P, double><<<blocks, kThreads, 0, stream>>>(
+          out, static_cast<const double*>(src.data), g);
+      break;
+    case DType::Float16:
+      real_to_complex_kernel<P, __half><<<blocks, kThreads, 0, stream>>>(
+          out, static_cast<const __half*>(src.data), g);
+      break;
+    default:
+      real_to_complex_kernel<P, __nv_bfloat16><<<blocks, kThreads, 0, stream>>>(
+          out, static_cast<const __nv_bfloat16*>(src.data), g);
+      break;
+  }
 }
 
 }  // namespace
@@ -219,10 +263,16 @@ void launch_copy(const StridedView& dst, const StridedView& src, const int64_t* 
       case 8: launch_raw<uint64_t>(dst, src, g, stream); break;
       default: fail(str("cuda copy: unsupported element size ", item));
     }
+  } else if ((dst.dtype == DType::Complex64 || dst.dtype == DType::Complex128) &&
+             is_float(src.dtype)) {
+    discard_earlier_error();
+    if (dst.dtype == DType::Complex64) launch_real_to_complex<float>(dst, src, g, stream);
+    else launch_real_to_complex<double>(dst, src, g, stream);
   } else {
     AOTISHIM_CHECK(is_float(dst.dtype) && is_float(src.dtype), "cuda copy cannot convert ",
                    dtype_name(src.dtype), " to ", dtype_name(dst.dtype),
-                   " (conversions are among float32, float64, float16 and bfloat16)");
+                   " (conversions are among float32, float64, float16 and bfloat16, and from "
+                   "those to complex64 and complex128)");
     discard_earlier_error();
     switch (dst.dtype) {
       case DType::Float32: launch_from<float>(dst, src, g, stream); break;

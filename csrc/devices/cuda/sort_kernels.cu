@@ -1,6 +1,7 @@
-// sort: keys are made canonical first (every NaN the positive quiet NaN, so
-// it sorts as the largest value; -0.0 made 0.0, so the two compare equal and
-// keep their order), CUB's segmented radix sort (stable, ascending or
+// sort: keys are made canonical first (every NaN the quiet NaN of its sign,
+// so, in the radix sort's bit order as in torch cuda's, a positive NaN sorts
+// above +inf and a negative one below -inf; -0.0 made 0.0, so the two compare
+// equal and keep their order), CUB's segmented radix sort (stable, ascending or
 // descending) orders them with their positions, and the values are then
 // gathered from the input by those positions, so each keeps its own bits.
 #include <cuda_bf16.h>
@@ -30,18 +31,24 @@ int blocks_for(int64_t n) {
 
 template <typename T> __device__ __forceinline__ T canonical(T v) { return v; }
 template <> __device__ __forceinline__ float canonical(float v) {
-  return isnan(v) ? __int_as_float(0x7fc00000) : (v == 0.0f ? 0.0f : v);
+  if (isnan(v)) return __int_as_float(static_cast<int>(signbit(v) ? 0xffc00000u : 0x7fc00000u));
+  return v == 0.0f ? 0.0f : v;
 }
 template <> __device__ __forceinline__ double canonical(double v) {
-  return isnan(v) ? __longlong_as_double(0x7ff8000000000000LL) : (v == 0.0 ? 0.0 : v);
+  if (isnan(v))
+    return __longlong_as_double(static_cast<long long>(
+        signbit(v) ? 0xfff8000000000000ull : 0x7ff8000000000000ull));
+  return v == 0.0 ? 0.0 : v;
 }
 template <> __device__ __forceinline__ __half canonical(__half v) {
   const float f = __half2float(v);
-  return isnan(f) ? __ushort_as_half(0x7e00) : (f == 0.0f ? __ushort_as_half(0) : v);
+  if (isnan(f)) return __ushort_as_half(signbit(f) ? 0xfe00 : 0x7e00);
+  return f == 0.0f ? __ushort_as_half(0) : v;
 }
 template <> __device__ __forceinline__ __nv_bfloat16 canonical(__nv_bfloat16 v) {
   const float f = __bfloat162float(v);
-  return isnan(f) ? __ushort_as_bfloat16(0x7fc0) : (f == 0.0f ? __ushort_as_bfloat16(0) : v);
+  if (isnan(f)) return __ushort_as_bfloat16(signbit(f) ? 0xffc0 : 0x7fc0);
+  return f == 0.0f ? __ushort_as_bfloat16(0) : v;
 }
 
 template <typename T>
