@@ -266,6 +266,7 @@ def worker_run(directory: Path) -> dict:
         if dtypes:
             result["dtype_mismatch"] = sorted(set(dtypes))
         result["error_text"] = model_error_text(model, inputs[0])
+        result["constants"] = constants_check(so, model, inputs[0])
     except aotishim.ShimError as e:
         result["run_error"] = str(e)
     finally:
@@ -294,6 +295,45 @@ def model_error_text(model, inputs: list[np.ndarray]) -> str:
         if t is not None:
             shim.delete(t)
     return "no error: the model ran on a wrong-shaped input"
+
+
+def constants_check(so: Path, model, inputs: list[np.ndarray]) -> str:
+    """The constants API on the model: its FQNs and their extraction, a load
+    of changed weights that must change the outputs, copies of the original
+    ones loaded into the inactive buffer and swapped in, which must bring the
+    outputs back, and a second load of the model borrowing them with
+    user_managed, which must give the same outputs. "ok (N constants)" or
+    what failed."""
+    import gc
+
+    import aotishim
+
+    try:
+        fqns = model.get_constant_fqns()
+        if not fqns:
+            return "ok (no loadable constants)"
+        before = model.run(*inputs)
+        original = {k: v.copy() for k, v in model.extract_constants_map().items()}
+        if sorted(original) != sorted(fqns):
+            return f"extract_constants_map gave {sorted(original)}, not the FQNs {fqns}"
+        changed = {k: (v * 0.5 + 1).astype(v.dtype) for k, v in original.items()}
+        model.load_constants(changed, check_full_update=True)
+        if max_error(model.run(*inputs), before) <= 1e-3:
+            return "changed weights left the outputs unchanged"
+        model.load_constants(original, use_inactive=True, check_full_update=True)
+        model.swap_constant_buffer()
+        model.free_inactive_constant_buffer()
+        if max_error(model.run(*inputs), before) > 1e-5:
+            return "the original weights, swapped back in, did not restore the outputs"
+        with aotishim.load(so) as borrower:
+            borrower.load_constants(changed)
+            borrower.load_constants(model.extract_constants_map(), user_managed=True)
+            gc.collect()
+            if max_error(borrower.run(*inputs), before) > 1e-5:
+                return "weights borrowed with user_managed did not give the lender's outputs"
+        return f"ok ({len(fqns)} constants)"
+    except aotishim.ShimError as e:
+        return f"failed: {_tail(str(e))[:200]}"
 
 
 def run_model(directory: Path, threads: int) -> dict:
@@ -357,18 +397,20 @@ def error_text_cell(r: dict) -> str:
 
 def table(rows: list[dict]) -> str:
     head = ["torch", "model", "compiles", "loads", "max error", "shims missing",
-            "model's error text"]
-    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|---:|---|---|"]
+            "model's error text", "constants API"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|---:|---|---|---|"]
     for r in rows:
         lines.append("| " + " | ".join([r["torch"], r["model"], *row_cells(r),
-                                        error_text_cell(r)]) + " |")
+                                        error_text_cell(r),
+                                        r.get("run", {}).get("constants", "")]) + " |")
     return "\n".join(lines)
 
 
 def passed(r: dict) -> bool:
     cells = row_cells(r)
+    constants = r.get("run", {}).get("constants", "ok")
     return cells[1] == "yes" and "FAIL" not in cells[2] and "run failed" not in cells[2] \
-        and not r.get("run", {}).get("leaks")
+        and not r.get("run", {}).get("leaks") and constants.startswith("ok")
 
 
 def main() -> None:

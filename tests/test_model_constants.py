@@ -302,3 +302,114 @@ def test_container_without_the_constants_api_is_a_clear_error(tmp_path):
             m.swap_constant_buffer()
         with pytest.raises(aotishim.ModelError, match="lacks .*ExtractConstantsMapEntries"):
             m.extract_constants_map()
+
+
+CXX = shutil.which("c++") or shutil.which("g++")
+
+# A container with only the map-based constants entry points (as older torch
+# releases have them): one 2x2 float32 constant, internal name "fc_weight",
+# FQN "fc.weight". Its extract keys by FQN; its user-managed update looks up
+# by internal name, and fails on a map that names a constant it does not
+# have, so a map keyed the wrong way cannot pass unnoticed.
+MAP_ONLY_MODEL = r"""
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+extern "C" {
+typedef struct AtenTensorOpaque* AtenTensorHandle;
+typedef struct Opaque* Handle;
+int32_t aoti_torch_empty_strided(int64_t, const int64_t*, const int64_t*, int32_t, int32_t,
+                                 int32_t, AtenTensorHandle*);
+int32_t aoti_torch_new_tensor_handle(AtenTensorHandle, AtenTensorHandle*);
+int32_t aoti_torch_delete_tensor_object(AtenTensorHandle);
+int32_t aoti_torch_dtype_float32();
+int32_t aoti_torch_device_type_cpu();
+}
+using Map = std::unordered_map<std::string, AtenTensorHandle>;
+namespace {
+struct Container {
+  AtenTensorHandle own = nullptr;  // the load-time weights, the container's
+  AtenTensorHandle buffers[2] = {nullptr, nullptr};
+  int active = 0;
+};
+}
+extern "C" {
+int32_t AOTInductorModelContainerCreateWithDevice(Handle* h, size_t, const char*, const char*) {
+  auto* c = new Container;
+  const int64_t sizes[2] = {2, 2}, strides[2] = {2, 1};
+  if (aoti_torch_empty_strided(2, sizes, strides, aoti_torch_dtype_float32(),
+                               aoti_torch_device_type_cpu(), 0, &c->own) != 0) return 1;
+  c->buffers[0] = c->own;
+  *h = reinterpret_cast<Handle>(c);
+  return 0;
+}
+int32_t AOTInductorModelContainerDelete(Handle h) {
+  auto* c = reinterpret_cast<Container*>(h);
+  aoti_torch_delete_tensor_object(c->own);
+  delete c;
+  return 0;
+}
+int32_t AOTInductorModelContainerRun(Handle, void*, size_t, void*, size_t, void*, void*) { return 0; }
+int32_t AOTInductorModelContainerGetNumInputs(Handle, size_t* n) { *n = 0; return 0; }
+int32_t AOTInductorModelContainerGetNumOutputs(Handle, size_t* n) { *n = 0; return 0; }
+int32_t AOTInductorModelContainerGetInputName(Handle, size_t, const char**) { return 1; }
+int32_t AOTInductorModelContainerGetOutputName(Handle, size_t, const char**) { return 1; }
+int32_t AOTInductorModelContainerGetNumConstants(Handle, size_t* n) { *n = 1; return 0; }
+int32_t AOTInductorModelContainerGetConstantName(Handle, size_t, const char** n) { *n = "fc_weight"; return 0; }
+int32_t AOTInductorModelContainerGetConstantOriginalFQN(Handle, size_t, const char** n) { *n = "fc.weight"; return 0; }
+int32_t AOTInductorModelContainerExtractConstantsMap(Handle h, void* map, bool use_inactive) {
+  auto* c = reinterpret_cast<Container*>(h);
+  AtenTensorHandle t = c->buffers[use_inactive ? 1 - c->active : c->active];
+  if (t) static_cast<Map*>(map)->emplace("fc.weight", t);
+  return 0;
+}
+int32_t AOTInductorModelContainerUpdateUserManagedConstantBuffer(Handle h, void* map,
+                                                                 bool use_inactive, bool) {
+  auto* c = reinterpret_cast<Container*>(h);
+  auto* m = static_cast<Map*>(map);
+  if (m->size() != 1) return 1;
+  auto it = m->find("fc_weight");
+  if (it == m->end()) return 1;
+  AtenTensorHandle view = nullptr;
+  if (aoti_torch_new_tensor_handle(it->second, &view) != 0) return 1;
+  c->buffers[use_inactive ? 1 - c->active : c->active] = view;  // the caller deletes it
+  return 0;
+}
+int32_t AOTInductorModelContainerSwapConstantBuffer(Handle h) {
+  auto* c = reinterpret_cast<Container*>(h);
+  c->active = 1 - c->active;
+  return 0;
+}
+int32_t AOTInductorModelContainerFreeInactiveConstantBuffer(Handle h) { return 0; }
+}
+"""
+
+
+@pytest.mark.skipif(CXX is None, reason="needs a C++ compiler")
+def test_container_with_only_the_map_based_constants_api(tmp_path):
+    """Before, such a model's constants were refused ("its container lacks
+    AOTInductorModelContainerExtractConstantsMapEntries")."""
+    src = tmp_path / "map_only.cpp"
+    so = tmp_path / "map_only.so"
+    src.write_text(MAP_ONLY_MODEL)
+    subprocess.run([CXX, "-std=c++17", "-shared", "-fPIC", "-o", str(so), str(src)], check=True)
+    with aotishim.load(so) as m:
+        assert m.get_constant_fqns() == ["fc.weight"]
+        assert list(m.extract_constants_map()) == ["fc.weight"]
+        given = np.arange(4, dtype=np.float32).reshape(2, 2)
+        m.load_constants({"fc.weight": given}, check_full_update=True)
+        given[...] = -1  # copied
+        np.testing.assert_array_equal(m.extract_constants_map()["fc.weight"],
+                                      np.arange(4, dtype=np.float32).reshape(2, 2))
+        lent = np.full((2, 2), 7, np.float32)
+        m.load_constants({"fc.weight": lent}, user_managed=True, use_inactive=True)
+        inactive = m.extract_constants_map(use_inactive=True)["fc.weight"]
+        assert inactive.ctypes.data == lent.ctypes.data
+        del inactive
+        gc.collect()
+        m.swap_constant_buffer()
+        np.testing.assert_array_equal(m.extract_constants_map()["fc.weight"], lent)
+        gc.collect()
+        with pytest.raises(aotishim.ModelInputError, match="no constant 'fc_weight'"):
+            m.load_constants({"fc_weight": given})
+    assert m.leaks == []

@@ -248,9 +248,10 @@ def test_failure_of_a_model_without_get_last_error_says_where_its_message_went(
     still_works(compiled)
 
 
-# A container as torch 2.11 and 2.12 compile it: one constant, described by
-# name and FQN, but no AOTInductorModelContainerExtractConstantsMapEntries
-# (nor AOTInductorGetLastError); it loads and runs.
+# A container with one constant, described by name and FQN, but no way to
+# read it out (neither AOTInductorModelContainerExtractConstantsMapEntries
+# nor the map-based AOTInductorModelContainerExtractConstantsMap), nor
+# AOTInductorGetLastError; it loads and runs.
 OLD_CONSTANTS_MODEL = r"""
 #include <stddef.h>
 #include <stdint.h>

@@ -6,6 +6,7 @@
 #include "aotishim/runtime.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "runner/constant_map.h"
 #include "runner/handle_cleanup.h"
 
 namespace aotishim::runner {
@@ -59,7 +60,7 @@ void ConstantBuffers::describe(const ContainerApi* api, ContainerHandle containe
   ScopeGuard guard(scope_);
   size_t n = 0;
   api->check(api->num_constants(container, &n), "reading the number of constants");
-  if (!api->constant_name || !api->constant_fqn || !api->constant_entries) {
+  if (!api->constant_name || !api->constant_fqn || !can_extract_constants(*api)) {
     undescribed_ = n > 0;  // constants it cannot name (torch 2.11, 2.12): the calls say so
     return;
   }
@@ -119,8 +120,14 @@ void ConstantBuffers::require_described() const {
   require(reinterpret_cast<void*>(api_->constant_name), "AOTInductorModelContainerGetConstantName");
   require(reinterpret_cast<void*>(api_->constant_fqn),
           "AOTInductorModelContainerGetConstantOriginalFQN");
-  require(reinterpret_cast<void*>(api_->constant_entries),
-          "AOTInductorModelContainerExtractConstantsMapEntries");
+  require_extract();
+}
+
+void ConstantBuffers::require_extract() const {
+  // Either way of reading them will do; the error names the current one.
+  if (!can_extract_constants(*api_)) {
+    require(nullptr, "AOTInductorModelContainerExtractConstantsMapEntries");
+  }
 }
 
 const std::vector<std::string>& ConstantBuffers::fqns() const {
@@ -167,24 +174,15 @@ AtenTensorHandle ConstantBuffers::copy_in_layout(const Constant& c, AtenTensorHa
 }
 
 std::map<std::string, AtenTensorHandle> ConstantBuffers::entries(bool use_inactive) const {
-  require(reinterpret_cast<void*>(api_->constant_entries),
-          "AOTInductorModelContainerExtractConstantsMapEntries");
-  const ConstantMapEntry* list = nullptr;
-  size_t count = 0;
-  clear_last_error();
-  api_->check(api_->constant_entries(container_, &list, &count, use_inactive),
-              "reading the model's constants");
-  std::map<std::string, AtenTensorHandle> out;
-  for (size_t i = 0; i < count && list; ++i) {
-    if (list[i].name) out[list[i].name] = list[i].handle;
-  }
-  return out;
+  require_extract();
+  return extract_constants(*api_, container_, use_inactive, "reading the model's constants");
 }
 
 void ConstantBuffers::load(const std::map<std::string, AtenTensorHandle>& by_fqn,
                            bool check_full_update, bool user_managed, bool use_inactive) {
-  require(reinterpret_cast<void*>(api_->update_user_managed_constants),
-          "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs");
+  if (!can_update_user_managed(*api_)) {
+    require(nullptr, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs");
+  }
   require_described();  // the checks below need the constants' names and layouts
   // Every check before anything changes.
   std::vector<const Constant*> given(constants_.size(), nullptr);
@@ -211,7 +209,11 @@ void ConstantBuffers::load(const std::map<std::string, AtenTensorHandle>& by_fqn
 
   ScopeGuard guard(scope_);
   Buffer& target = buffer(use_inactive);
-  const std::map<std::string, AtenTensorHandle> current = entries(use_inactive);
+  // A buffer that holds nothing is never read: torch 2.11's container
+  // creates its inactive map only when first loaded, and reading it before
+  // dereferences a null map.
+  const std::map<std::string, AtenTensorHandle> current =
+      target.holds ? entries(use_inactive) : std::map<std::string, AtenTensorHandle>{};
   const std::map<std::string, AtenTensorHandle> active =
       target.holds ? std::map<std::string, AtenTensorHandle>{} : entries(false);
   // Every constant goes into the update, so the container never fills a
@@ -244,10 +246,8 @@ void ConstantBuffers::load(const std::map<std::string, AtenTensorHandle>& by_fqn
       }
       pairs.push_back({c.name.c_str(), source});
     }
-    clear_last_error();
-    api_->check(api_->update_user_managed_constants(container_, pairs.data(), pairs.size(),
-                                                     use_inactive, false),
-                "loading constants into model '" + model_path_ + "'");
+    update_user_managed(*api_, container_, pairs, use_inactive, false,
+                        "loading constants into model '" + model_path_ + "'");
   } catch (...) {
     for (AtenTensorHandle h : fresh) delete_if_live(h);
     throw;

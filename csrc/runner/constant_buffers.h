@@ -39,9 +39,10 @@ class ConstantBuffers {
   // FQNs the caller may load, in the model's order (folded constants are
   // the model's own business and not among them).
   // Throws naming the entry point when the container has constants it
-  // cannot describe (models of torch before 2.13 lack
-  // AOTInductorModelContainerExtractConstantsMapEntries), rather than
-  // presenting a model with constants as one without.
+  // cannot describe (one with neither
+  // AOTInductorModelContainerExtractConstantsMapEntries nor the map-based
+  // AOTInductorModelContainerExtractConstantsMap of torch 2.11 and 2.12),
+  // rather than presenting a model with constants as one without.
   const std::vector<std::string>& fqns() const;
 
   // Loads `by_fqn` (handles borrowed from the caller) into the active or the
@@ -88,6 +89,8 @@ class ConstantBuffers {
   void require(void* entry_point, const char* name) const;
   // require() for each entry point describe() reads.
   void require_described() const;
+  // require() for reading a buffer's constants, by either entry point.
+  void require_extract() const;
   std::string label(const Constant& c) const;
   void check_given(const Constant& c, AtenTensorHandle h, bool user_managed) const;
   AtenTensorHandle copy_in_layout(const Constant& c, AtenTensorHandle src) const;

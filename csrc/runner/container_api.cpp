@@ -48,6 +48,13 @@ ContainerApi ContainerApi::resolve(const SharedLibrary& library) {
   bind(library, "AOTInductorModelContainerGetConstantDataSize", api.constant_data_size, false);
   bind(library, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
        api.update_user_managed_constants, false);
+#if (defined(__APPLE__) && defined(_LIBCPP_VERSION)) || \
+    (!defined(__APPLE__) && defined(__GLIBCXX__) && _GLIBCXX_USE_CXX11_ABI)
+  // Only where our std::unordered_map is the one the model was built with.
+  bind(library, "AOTInductorModelContainerExtractConstantsMap", api.extract_constants_map, false);
+  bind(library, "AOTInductorModelContainerUpdateUserManagedConstantBuffer",
+       api.update_user_managed_constants_map, false);
+#endif
   bind(library, "AOTInductorModelContainerSwapConstantBuffer", api.swap_constant_buffer, false);
   bind(library, "AOTInductorModelContainerFreeInactiveConstantBuffer",
        api.free_inactive_constant_buffer, false);

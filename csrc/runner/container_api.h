@@ -48,6 +48,13 @@ struct ContainerApi {
   AOTIRuntimeError (*update_user_managed_constants)(ContainerHandle, const ConstantMapEntry*,
                                                     size_t num_pairs, bool use_inactive,
                                                     bool validate_full_update) = nullptr;
+  // The same two through a std::unordered_map<std::string, AtenTensorHandle>
+  // (models of torch 2.11 and 2.12 have only these; see constant_map.cpp).
+  AOTIRuntimeError (*extract_constants_map)(ContainerHandle, void* map,
+                                            bool use_inactive) = nullptr;
+  AOTIRuntimeError (*update_user_managed_constants_map)(ContainerHandle, void* map,
+                                                        bool use_inactive,
+                                                        bool validate_full_update) = nullptr;
   AOTIRuntimeError (*swap_constant_buffer)(ContainerHandle) = nullptr;
   AOTIRuntimeError (*free_inactive_constant_buffer)(ContainerHandle) = nullptr;
   AOTIRuntimeError (*last_error)(const char**) = nullptr;

@@ -11,6 +11,7 @@
 #include "aotishim/error.h"
 #include "aotishim/runtime.h"
 #include "core/error.h"
+#include "runner/constant_map.h"
 #include "runner/handle_cleanup.h"
 
 namespace aotishim::runner {
@@ -70,15 +71,8 @@ class Probe {
 std::vector<BlobConstant> probe_layout(const ContainerApi& api, const std::string& device,
                                        uint64_t blob_size, const std::string& model_path) {
   Probe probe(api, device, blob_size, model_path);
-  const ConstantMapEntry* list = nullptr;
-  size_t count = 0;
-  clear_last_error();
-  api.check(api.constant_entries(probe.container(), &list, &count, false),
-            "reading the constants of '" + model_path + "'");
-  std::map<std::string, AtenTensorHandle> by_fqn;
-  for (size_t i = 0; i < count && list; ++i) {
-    if (list[i].name) by_fqn[list[i].name] = list[i].handle;
-  }
+  const std::map<std::string, AtenTensorHandle> by_fqn =
+      extract_constants(api, probe.container(), false, "reading the constants of '" + model_path + "'");
   size_t n = 0;
   api.check(api.num_constants(probe.container(), &n), "reading the number of constants");
   std::vector<BlobConstant> layout;
@@ -134,12 +128,14 @@ std::vector<BlobConstant> blob_layout(const ContainerApi& api, const std::string
           "AOTInductorModelContainerGetConstantOriginalFQN", model_path);
   require(reinterpret_cast<const void*>(api.constant_data_size),
           "AOTInductorModelContainerGetConstantDataSize", model_path);
-  require(reinterpret_cast<const void*>(api.constant_entries),
-          "AOTInductorModelContainerExtractConstantsMapEntries", model_path);
+  if (!can_extract_constants(api)) {
+    require(nullptr, "AOTInductorModelContainerExtractConstantsMapEntries", model_path);
+  }
   require(reinterpret_cast<const void*>(api.update_constants_from_blob),
           "AOTInductorModelUpdateConstantsFromBlob", model_path);
-  require(reinterpret_cast<const void*>(api.update_user_managed_constants),
-          "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs", model_path);
+  if (!can_update_user_managed(api)) {
+    require(nullptr, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs", model_path);
+  }
   // One library's layouts are fixed by its code; the key includes the device
   // and size so a differently fed container is probed afresh.
   static std::mutex mutex;

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/device.h"
 #include "runner/constant_buffers.h"
+#include "runner/constant_map.h"
 #include "runner/container_api.h"
 #include "runner/cpu_team.h"
 #include "runner/graph_runs.h"
@@ -349,11 +350,9 @@ void Model::Impl::feed_weights(const std::string& requested) {
     mapped_copied = views.copied;
     std::vector<runner::ConstantMapEntry> pairs;
     for (const auto& [name, handle] : mapped_views) pairs.push_back({name.c_str(), handle});
-    clear_last_error();
-    api.check(api.update_user_managed_constants(container, pairs.data(), pairs.size(),
-                                                /*use_inactive=*/false,
-                                                /*validate_full_update=*/false),
-              "borrowing the mapped weights '" + chosen + "'");
+    runner::update_user_managed(api, container, pairs, /*use_inactive=*/false,
+                                /*validate_full_update=*/false,
+                                "borrowing the mapped weights '" + chosen + "'");
     mapped_bytes = file->size();
     weights_path = chosen;
     return;  // the views hold the mapping; `file` goes here
@@ -367,15 +366,15 @@ void Model::Impl::feed_weights(const std::string& requested) {
 }
 
 void Model::Impl::record_constant_ptrs() {
-  if (!api.constant_entries) return;
-  const runner::ConstantMapEntry* entries = nullptr;
-  size_t count = 0;
-  clear_last_error();
-  if (api.constant_entries(container, &entries, &count, false) != 0 || !entries) return;
-  for (size_t i = 0; i < count; ++i) {
-    if (entries[i].handle && is_live_handle(entries[i].handle)) {
-      constant_ptrs.push_back(tensor_info(entries[i].handle).data_ptr);
-    }
+  if (!runner::can_extract_constants(api)) return;
+  std::map<std::string, AtenTensorHandle> entries;
+  try {
+    entries = runner::extract_constants(api, container, false, "reading the model's constants");
+  } catch (const std::exception&) {
+    return;
+  }
+  for (const auto& [fqn, handle] : entries) {
+    if (handle && is_live_handle(handle)) constant_ptrs.push_back(tensor_info(handle).data_ptr);
   }
 }
 
