@@ -55,6 +55,11 @@ def test_embedding_bag_outputs_are_torch_cudas(op, mode, dtype, index_dtype, pad
     indices = torch.randint(0, 20, (60,), generator=g, device="cuda").to(index_dtype)
     indices[::7] = 3  # some padding entries when pad == 3
     offsets = torch.tensor([0, 5, 5, 17, 40, 59], device="cuda", dtype=index_dtype)  # an empty bag
+    if dtype == torch.float64:
+        # refused: on torch's OpInfo samples torch cuda's offset2bag differed
+        with pytest.raises(ShimError, match="float64 weights is not supported yet"):
+            bag(op, weight, indices, offsets, mode=mode, pad=pad)
+        return
     got = bag(op, weight, indices, offsets, mode=mode, pad=pad)
     want = getattr(torch.ops.aten, op)(weight, indices, offsets, False, mode, False, None, False,
                                        pad)
@@ -112,7 +117,8 @@ def check_histc(x, bins, lo, hi):
     assert torch.equal(to_torch(got), want.cpu()), (to_torch(got), want)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+# (torch cuda 2.11 has no float16/bfloat16 histc to compare with)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_histc_matches_torch_cuda(dtype):
     g = torch.Generator(device="cuda").manual_seed(4)
     x = (torch.randn(100_000, generator=g, device="cuda") * 3).to(dtype)

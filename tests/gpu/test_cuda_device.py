@@ -460,7 +460,7 @@ def test_missing_cublas_is_a_clear_error_at_the_first_gemm():
     code = textwrap.dedent("""
         import numpy as np, aotishim
         from aotishim import shim
-        import sys; sys.path.insert(0, %r)
+        import sys; sys.path[:0] = [%r, %r]  # cuda_helpers, and tests/ for its tf32
         import cuda_helpers as ch
         a = shim.from_numpy(np.ones((2, 3), np.float32), copy=True, device="cuda:0")
         b = shim.from_numpy(np.ones((3, 2), np.float32), copy=True, device="cuda:0")
@@ -470,7 +470,7 @@ def test_missing_cublas_is_a_clear_error_at_the_first_gemm():
             ch.call("aoti_torch_cuda_mm_out", out.handle, a.handle, b.handle)
         except aotishim.ShimError as e:
             print("ERROR:", e)
-    """ % os.path.dirname(__file__))
+    """ % (os.path.dirname(__file__), os.path.dirname(os.path.dirname(__file__))))
     env = dict(os.environ, AOTISHIM_CUBLAS_PATH="/nonexistent/libcublas.so.13")
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=120)

@@ -61,6 +61,11 @@ def test_stable_sort_is_torchs(dtype, shape, dim, descending):
     x = values(DT[dtype], shape, 3)
     if DT[dtype].is_floating_point or DT[dtype] == torch.int64:
         x = (x * 2).round() if DT[dtype].is_floating_point else x % 5  # many ties
+    if dtype == "bool":
+        # refused: on torch's OpInfo samples bool ties came back in another order
+        with pytest.raises(ShimError, match="sort of bool tensors is not supported yet"):
+            shim.call_op("sort_stable", borrow(x), 1, dim, int(descending), entry="cuda")
+        return
     v, i = shim.call_op("sort_stable", borrow(x), 1, dim, int(descending), entry="cuda")
     want_v, want_i = torch.sort(x, dim=dim, descending=descending, stable=True)
     check_result(v, want_v)
@@ -80,7 +85,8 @@ def test_sort_of_nan_and_signed_zeros(dtype, descending):
     bits = x.view({32: torch.int32, 64: torch.int64, 16: torch.int16}[width])
     bits[2] = quiet
     bits[4] = quiet - (1 << (width - 1))  # the sign bit, as a signed integer
-    assert torch.isnan(x[4]) and torch.signbit(x[4]) and not torch.signbit(x[2])
+    # (by the bits: torch cuda's signbit of a float16 NaN reads False)
+    assert torch.isnan(x[4]) and bits[4] < 0 and bits[2] > 0
     v, i = shim.call_op("sort_stable", borrow(x), 1, 0, int(descending), entry="cuda")
     want_v, want_i = torch.sort(x, descending=descending, stable=True)
     assert torch.equal(to_torch(i), want_i.cpu())
@@ -132,6 +138,11 @@ def test_cumulative_is_torchs(op, dtype, out_dtype, shape, dim):
         x = torch.where(x % 13 == 0, 2, torch.where(x % 2 == 0, 1, -1)).to(x.dtype)
     code = None if out_dtype is None else {"float64": 7, "float32": 6, "float16": 5,
                                            "int16": 2}[out_dtype]
+    if {dtype, out_dtype} & {"float16", "bfloat16"}:
+        # refused: on torch's OpInfo samples these scans drifted past torch cuda's error
+        with pytest.raises(ShimError, match="float16 and bfloat16 are not supported yet"):
+            shim.call_op(op, borrow(x), dim, code, entry="cuda")
+        return
     got = shim.call_op(op, borrow(x), dim, code, entry="cuda")
     want = getattr(torch, op)(x, dim, dtype=None if out_dtype is None else DT[out_dtype])
     exact = not want.dtype.is_floating_point

@@ -127,6 +127,12 @@ __global__ void real_to_complex_kernel(P* dst, const S* src, Geometry g) {
 }
 
 // Same-dtype copies move raw elements of the dtype's width.
+// A complex128 element moved as two 8-byte words (no wider alignment is
+// assumed: borrowed memory need only be aligned to 8).
+struct Bytes16 {
+  uint64_t lo, hi;
+};
+
 template <typename T>
 __global__ void raw_copy_kernel(T* dst, const T* src, Geometry g) {
   int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -261,6 +267,7 @@ void launch_copy(const StridedView& dst, const StridedView& src, const int64_t* 
       case 2: launch_raw<uint16_t>(dst, src, g, stream); break;
       case 4: launch_raw<uint32_t>(dst, src, g, stream); break;
       case 8: launch_raw<uint64_t>(dst, src, g, stream); break;
+      case 16: launch_raw<Bytes16>(dst, src, g, stream); break;  // complex128
       default: fail(str("cuda copy: unsupported element size ", item));
     }
   } else if ((dst.dtype == DType::Complex64 || dst.dtype == DType::Complex128) &&
