@@ -10,18 +10,13 @@
 #include "core/error.h"
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/histc_kernels.h"
+#include "devices/cuda/launch_grid.h"
 
 namespace aotishim {
 namespace cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(b < 1 ? 1 : (b > 65535 * 4 ? 65535 * 4 : b));
-}
 
 struct Shape {
   int ndim;
