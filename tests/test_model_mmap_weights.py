@@ -18,7 +18,6 @@ from torch import nn
 import aotishim
 from aotishim import export
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def mappings_of(path: str) -> list[tuple[int, int]]:
@@ -265,7 +264,8 @@ print(json.dumps({"base": base, "loaded": loaded, "ran": ran, "closed": closed,
 
 
 def _measure(so: Path, mode: str) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    # the aotishim this test imports, built in place or installed
+    env = dict(os.environ, PYTHONPATH=str(Path(aotishim.__file__).resolve().parents[1]))
     out = subprocess.run([sys.executable, "-c", _RSS_PROBE, str(so), mode], env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
