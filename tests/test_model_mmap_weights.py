@@ -272,6 +272,8 @@ def _measure(so: Path, mode: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.skipif(os.environ.get("AOTISHIM_SANITIZED") == "1",
+                    reason="resident memory and CPU shares mean nothing under ASan")
 def test_rss_holds_one_copy_of_the_weights(model_cache):
     torch.manual_seed(0)
     module = nn.Linear(2048, 4096).eval()  # 32 MiB of weights
