@@ -138,8 +138,9 @@ def test_cumulative_is_torchs(op, dtype, out_dtype, shape, dim):
         x = torch.where(x % 13 == 0, 2, torch.where(x % 2 == 0, 1, -1)).to(x.dtype)
     code = None if out_dtype is None else {"float64": 7, "float32": 6, "float16": 5,
                                            "int16": 2}[out_dtype]
-    if {dtype, out_dtype} & {"float16", "bfloat16"}:
+    if {dtype, out_dtype} & {"float16", "bfloat16"} and x.numel() > 0:
         # refused: on torch's OpInfo samples these scans drifted past torch cuda's error
+        # (an empty one has nothing to round: it runs)
         with pytest.raises(ShimError, match="float16 and bfloat16 are not supported yet"):
             shim.call_op(op, borrow(x), dim, code, entry="cuda")
         return

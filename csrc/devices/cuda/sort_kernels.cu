@@ -35,15 +35,18 @@ template <> __device__ __forceinline__ double canonical(double v) {
         signbit(v) ? 0xfff8000000000000ull : 0x7ff8000000000000ull));
   return v == 0.0 ? 0.0 : v;
 }
+// The 16-bit types by their bits: the conversion to float of a float16 NaN
+// does not keep its sign bit on every device, and the sign decides its place.
+__device__ __forceinline__ unsigned short canonical_bits16(unsigned short b, unsigned short exp,
+                                                          unsigned short quiet) {
+  if ((b & exp) == exp && (b & ~exp & 0x7fff) != 0) return (b & 0x8000) ? (quiet | 0x8000) : quiet;
+  return (b & 0x7fff) == 0 ? 0 : b;
+}
 template <> __device__ __forceinline__ __half canonical(__half v) {
-  const float f = __half2float(v);
-  if (isnan(f)) return __ushort_as_half(signbit(f) ? 0xfe00 : 0x7e00);
-  return f == 0.0f ? __ushort_as_half(0) : v;
+  return __ushort_as_half(canonical_bits16(__half_as_ushort(v), 0x7c00, 0x7e00));
 }
 template <> __device__ __forceinline__ __nv_bfloat16 canonical(__nv_bfloat16 v) {
-  const float f = __bfloat162float(v);
-  if (isnan(f)) return __ushort_as_bfloat16(signbit(f) ? 0xffc0 : 0x7fc0);
-  return f == 0.0f ? __ushort_as_bfloat16(0) : v;
+  return __ushort_as_bfloat16(canonical_bits16(__bfloat16_as_ushort(v), 0x7f80, 0x7fc0));
 }
 
 template <typename T>
