@@ -35,8 +35,8 @@ template <> __device__ __forceinline__ double canonical(double v) {
         signbit(v) ? 0xfff8000000000000ull : 0x7ff8000000000000ull));
   return v == 0.0 ? 0.0 : v;
 }
-// The 16-bit types by their bits: the conversion to float of a float16 NaN
-// does not keep its sign bit on every device, and the sign decides its place.
+// The 16-bit types by their bits: on the H200, converting a float16 NaN to
+// float dropped its sign bit, and the sign decides where the NaN sorts.
 __device__ __forceinline__ unsigned short canonical_bits16(unsigned short b, unsigned short exp,
                                                           unsigned short quiet) {
   if ((b & exp) == exp && (b & ~exp & 0x7fff) != 0) return (b & 0x8000) ? (quiet | 0x8000) : quiet;
