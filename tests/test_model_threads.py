@@ -217,5 +217,6 @@ def test_cpu_runs_shrink_their_team_while_other_processes_hold_the_cores(compile
     assert 2 in quiet_used
     assert busy_last == 1, (quiet_used, busy_used)  # shrunk, and stays so under load
     # Back to the full team once the runs get the cores again (unless other
-    # work on this machine still holds them).
-    assert 2 in after_used or after_share < 0.7, (after_used, after_share)
+    # work on this machine still holds them: a shrunk team grows back above
+    # a share of 0.9).
+    assert 2 in after_used or after_share < 0.9, (after_used, after_share)

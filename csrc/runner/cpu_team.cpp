@@ -36,6 +36,11 @@ bool adapting() {
 
 // Below this share a full team loses more at its barriers than it gains.
 constexpr double kFullTeamShare = 0.7;
+// A shrunk team grows back only above this share. Three runnable threads on
+// two cores give each about 2/3 of a core, so a one-thread run beside two busy
+// processes measures close to kFullTeamShare: with a single threshold the
+// team flipped between sizes, and each full-team run stalled at its barriers.
+constexpr double kRegrowShare = 0.9;
 #endif
 
 // CPU and wall time of recent runs, decayed so that the last ~50 ms of run
@@ -67,6 +72,8 @@ ShareHistory& history() {
 }
 
 std::atomic<int> g_last_run_threads{0};
+// Whether the last run that chose a team size chose fewer than its setting.
+std::atomic<bool> g_shrunk{false};
 
 }  // namespace
 
@@ -76,11 +83,13 @@ CpuTeam::CpuTeam() {
   g_last_run_threads.store(chosen_);
   if (!adapting() || previous_ <= 1) return;
   const double share = history().share();
-  if (share < kFullTeamShare) {
+  const bool shrunk = g_shrunk.load(std::memory_order_relaxed);
+  if (share < (shrunk ? kRegrowShare : kFullTeamShare)) {
     chosen_ = std::clamp(static_cast<int>(previous_ * share), 1, previous_);
     omp_set_num_threads(chosen_);
     g_last_run_threads.store(chosen_);
   }
+  g_shrunk.store(chosen_ < previous_, std::memory_order_relaxed);
   wall_ns_ = now_ns(CLOCK_MONOTONIC);
   cpu_ns_ = now_ns(CLOCK_THREAD_CPUTIME_ID);
 #endif

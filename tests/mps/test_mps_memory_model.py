@@ -48,6 +48,9 @@ def host_metal(monkeypatch):
     off and the test's tensors are released, whatever the test left."""
     monkeypatch.delenv("AOTISHIM_MPS_GEMM", raising=False)
     HOST.configure()
+    # The device exists from here on (memory_stats lists created devices
+    # only), whichever test this process runs first; nothing is pending.
+    aotishim.synchronize("mps")
     try:
         yield HOST
     finally:
