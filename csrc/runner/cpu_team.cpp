@@ -72,8 +72,10 @@ ShareHistory& history() {
 }
 
 std::atomic<int> g_last_run_threads{0};
+#if defined(_OPENMP)
 // Whether the last run that chose a team size chose fewer than its setting.
 std::atomic<bool> g_shrunk{false};
+#endif
 
 }  // namespace
 
