@@ -96,8 +96,12 @@ void pad(const OpCall& call, AtenTensorHandle self_h, const int64_t* pad, int64_
     args.before[d] = lo;
     args.after[d] = hi;
   }
+  // torch cuda's reflection and replication pads are contiguous whatever the
+  // input's layout; its cpu kernels follow the input's memory format.
+  const bool contiguous = m == PadMode::Circular ||
+                          (m != PadMode::Constant && self.device().type() == DeviceType::CUDA);
   const MemoryFormat format =
-      m == PadMode::Circular ? MemoryFormat::Contiguous : suggest_memory_format(self);
+      contiguous ? MemoryFormat::Contiguous : suggest_memory_format(self);
   args.out = make_empty(self.device(), self.dtype, sizes, strides_for(sizes, format));
   if (m == PadMode::Constant) {
     const double v = value == nullptr ? 0.0 : *value;
