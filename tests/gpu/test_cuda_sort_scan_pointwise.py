@@ -138,12 +138,6 @@ def test_cumulative_is_torchs(op, dtype, out_dtype, shape, dim):
         x = torch.where(x % 13 == 0, 2, torch.where(x % 2 == 0, 1, -1)).to(x.dtype)
     code = None if out_dtype is None else {"float64": 7, "float32": 6, "float16": 5,
                                            "int16": 2}[out_dtype]
-    if {dtype, out_dtype} & {"float16", "bfloat16"} and x.numel() > 0:
-        # refused: on torch's OpInfo samples these scans drifted past torch cuda's error
-        # (an empty one has nothing to round: it runs)
-        with pytest.raises(ShimError, match="float16 and bfloat16 are not supported yet"):
-            shim.call_op(op, borrow(x), dim, code, entry="cuda")
-        return
     got = shim.call_op(op, borrow(x), dim, code, entry="cuda")
     want = getattr(torch, op)(x, dim, dtype=None if out_dtype is None else DT[out_dtype])
     exact = not want.dtype.is_floating_point
@@ -152,6 +146,17 @@ def test_cumulative_is_torchs(op, dtype, out_dtype, shape, dim):
         return
     assert got.sizes == list(want.shape) and got.strides == list(want.stride())
     assert to_torch(got).dtype == want.dtype
+    if want.dtype in (torch.float16, torch.bfloat16):
+        # torch cuda rounds every partial result to the dtype, in its kernel's
+        # order (tests/gpu/test_cuda_order_scan_search.py checks that bit for
+        # bit): as close to the float64 answer as torch's, within a rounding
+        if want.numel() > 0:
+            xin = x.to(want.dtype).double()
+            exact = getattr(torch, op)(xin, dim).cpu()
+            ours = (to_torch(got).double() - exact).abs().max()
+            theirs = (want.cpu().double() - exact).abs().max()
+            assert ours <= 2 * theirs + torch.finfo(want.dtype).eps * exact.abs().max()
+        return
     # against the float64 answer: one rounding into the dtype plus the
     # accumulation's (n terms of float32, or float64, rounding each partial)
     xin = x.to(want.dtype).double()  # the input converted first, as torch does
@@ -173,11 +178,9 @@ def test_cumsum_of_a_long_line_and_strided_input():
     assert got.strides == list(torch.cumsum(x, 1).stride())
 
 
-def test_cumsum_integers_wrap_and_logcumsumexp_is_refused():
+def test_cumsum_integers_wrap():
     x = torch.full((3,), 2**62, dtype=torch.int64, device="cuda")
     check_result(shim.call_op("cumsum", borrow(x), 0, None, entry="cuda"), torch.cumsum(x, 0))
-    with pytest.raises(ShimError, match="logcumsumexp has no cuda kernel"):
-        shim.call_op("logcumsumexp", borrow(torch.ones(3, device="cuda")), 0, entry="cuda")
 
 
 # ---------------------------------------------------------------- pointwise

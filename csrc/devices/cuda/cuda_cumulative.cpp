@@ -1,6 +1,7 @@
-// cumsum and cumprod on cuda: both tensors seen with the scanned dimension
-// last (views, no copies) and scanned by CUB (scan_kernels.cu).
-// logcumsumexp has no cuda kernel yet.
+// cumsum, cumprod and logcumsumexp on cuda: both tensors seen with the
+// scanned dimension last (views, no copies) and scanned (scan_kernels.cu):
+// by CUB in torch cuda's accumulation types, or, where torch cuda rounds
+// every step to the result's dtype, in torch's order.
 #include <vector>
 
 #include "core/error.h"
@@ -14,33 +15,9 @@ namespace cuda {
 
 namespace {
 
-LineView dim_last(const Tensor& t, int64_t dim) {
-  AOTISHIM_CHECK(t.dim() <= kMaxCopyDims, "cuda cumulative ops: up to ", kMaxCopyDims,
-                 " dimensions, got ", t.dim());
-  LineView v;
-  v.data = t.data();
-  v.dtype = t.dtype;
-  v.ndim = static_cast<int>(t.dim());
-  int k = 0;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (d == dim) continue;
-    v.sizes[k] = t.sizes[d];
-    v.strides[k++] = t.strides[d];
-  }
-  v.sizes[k] = t.sizes[dim];
-  v.strides[k] = t.strides[dim];
-  return v;
-}
+bool is_half_type(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 
 void cumulative(const CumulativeArgs& a) {
-  AOTISHIM_CHECK(a.kind != CumulativeKind::LogSumExp,
-                 "logcumsumexp has no cuda kernel yet (cumsum and cumprod do)");
-  // Measured against torch cuda on an H200: float16/bfloat16 sums drifted
-  // past torch's error, so they are refused rather than answered less exactly.
-  AOTISHIM_CHECK(a.self.dtype != DType::Float16 && a.self.dtype != DType::BFloat16 &&
-                     a.out.dtype != DType::Float16 && a.out.dtype != DType::BFloat16,
-                 "cuda cumsum/cumprod of float16 and bfloat16 are not supported yet (their scan "
-                 "does not round as torch cuda's does); other dtypes are");
   auto& device = static_cast<CudaDevice&>(a.out.device());
   DeviceScope on(device.index());
   std::vector<Tensor> scratch;
@@ -49,8 +26,19 @@ void cumulative(const CumulativeArgs& a) {
     return static_cast<void*>(scratch.back().data());
   };
   device.count_command();
-  launch_cumulative(dim_last(a.out, a.dim), dim_last(a.self, a.dim),
-                    a.kind == CumulativeKind::Product, alloc, device.stream());
+  const LineView out = line_view(a.out, a.dim), self = line_view(a.self, a.dim);
+  // torch cuda sums and multiplies float16/bfloat16 results in their own
+  // dtype (torch's cpu kernels accumulate them in float), and computes
+  // logcumsumexp in the result's dtype: each step rounded, in its kernel's
+  // order, which the rounded scan follows.
+  if (a.kind == CumulativeKind::LogSumExp || is_half_type(a.out.dtype)) {
+    const RoundedScan kind = a.kind == CumulativeKind::Sum       ? RoundedScan::Sum
+                             : a.kind == CumulativeKind::Product ? RoundedScan::Product
+                                                                 : RoundedScan::LogSumExp;
+    launch_rounded_scan(out, self, kind, a.dim == a.self.dim() - 1, alloc, device.stream());
+  } else {
+    launch_cumulative(out, self, a.kind == CumulativeKind::Product, alloc, device.stream());
+  }
   // scratch is released here, stream-ordered after the scan.
 }
 
