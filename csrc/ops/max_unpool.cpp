@@ -1,6 +1,7 @@
 // max_unpool2d/3d: torch's checks and messages; the output follows a
-// channels-last input for the 2-D op and is contiguous for the 3-D one, as
-// torch's CPU kernels lay them out. stride and padding of the 3-D op are
+// channels-last input for the 2-D op on the cpu and is contiguous otherwise,
+// as torch's kernels lay them out (its cuda kernels always give a contiguous
+// output). stride and padding of the 3-D op are
 // only checked: the indices say where each value goes.
 #include "ops/max_unpool.h"
 
@@ -56,8 +57,10 @@ void unpool(const ops::OpCall& call, int64_t n, AtenTensorHandle self_h,
   std::vector<int64_t> out_sizes(self.sizes.begin(), self.sizes.end() - n);
   out_sizes.insert(out_sizes.end(), output_size, output_size + n);
   Device& device = self.device();
+  const bool follows_layout = two && device.type() != DeviceType::CUDA;
   Tensor out = make_empty(device, self.dtype, out_sizes,
-                          two ? pool_output_strides(self, n, out_sizes) : contiguous_strides(out_sizes));
+                          follows_layout ? pool_output_strides(self, n, out_sizes)
+                                         : contiguous_strides(out_sizes));
   if (out.numel() > 0) {
     UnpoolArgs a;
     a.self = pool_view_5d(self, n);

@@ -1,9 +1,11 @@
 // avg_pool2d/3d and max_pool2d/3d_with_indices: torch's argument checks and
 // messages, the output size (floor or ceil mode) and the output layout torch's
 // CPU kernels give: channels-last for a channels-last batched input, except
-// avg_pool3d, whose output is always contiguous.
+// avg_pool3d, whose output is always contiguous; max_pool3d of an unbatched
+// input with its channels innermost is channels-last too (cpu and cuda).
 #include "ops/pooling.h"
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,26 @@ int64_t pooled_size(const char* op, int64_t in, int64_t k, int64_t pad, int64_t 
                           stride) + 1;
   if (ceil_mode && (out - 1) * stride >= in + pad) --out;
   return out;
+}
+
+// Whether t's dims, taken from the fastest in `order`, are packed (size-1
+// dims skipped, as torch's contiguity checks skip them).
+bool packed_in_order(const Tensor& t, std::initializer_list<int64_t> order) {
+  int64_t expected = 1;
+  for (int64_t d : order) {
+    if (t.sizes[d] == 1) continue;
+    if (t.strides[d] != expected) return false;
+    expected *= t.sizes[d];
+  }
+  return true;
+}
+
+// torch's max_pool3d reads an unbatched (C, T, H, W) input whose channels
+// are innermost as channels-last-3d with a batch of one, and lays its output
+// out so.
+bool unbatched_channels_last_3d(const Tensor& self) {
+  return self.dim() == 4 && packed_in_order(self, {0, 3, 2, 1}) &&
+         !packed_in_order(self, {3, 2, 1, 0});
 }
 
 std::string joined(const std::vector<int64_t>& v, const char* sep) {
@@ -130,8 +152,14 @@ void windowed_pool(const ops::OpCall& call, const PoolSpec& spec, AtenTensorHand
 
   std::vector<int64_t> out_sizes(self.sizes.begin(), self.sizes.end() - n);
   out_sizes.insert(out_sizes.end(), out_spatial.begin(), out_spatial.end());
-  const std::vector<int64_t> strides = spec.follows_layout ? pool_output_strides(self, n, out_sizes)
-                                                           : contiguous_strides(out_sizes);
+  std::vector<int64_t> strides = spec.follows_layout ? pool_output_strides(self, n, out_sizes)
+                                                     : contiguous_strides(out_sizes);
+  if (spec.max && n == 3 && unbatched_channels_last_3d(self)) {
+    std::vector<int64_t> batched = out_sizes;
+    batched.insert(batched.begin(), 1);
+    strides = channels_last_strides(batched);
+    strides.erase(strides.begin());
+  }
   Device& device = self.device();
   Tensor out = make_empty(device, self.dtype, out_sizes, strides);
   Tensor indices = spec.max ? make_empty(device, DType::Int64, out_sizes, strides) : Tensor{};
