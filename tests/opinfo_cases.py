@@ -997,7 +997,8 @@ def _grouped_mm_samples(dtype):
     yield SampleInput(r(3, 6, 16), args=(r(16, 24),), kwargs={"offs": o(8, 16, 24)})
     yield SampleInput(r(3, 5, 16), args=(r(40, 16).mT,), kwargs={"offs": o(16, 16, 40)})
     yield SampleInput(r(6, 32), args=(r(32, 8),), kwargs={"offs": o(8, 16, 32)})
-    yield SampleInput(r(6, 32), args=(r(32, 8),), kwargs={"offs": o(0, 32)})
+    if dtype != torch.bfloat16:  # torch cuda's bfloat16 kernel asserts on an empty 2-D x 2-D group
+        yield SampleInput(r(6, 32), args=(r(32, 8),), kwargs={"offs": o(0, 32)})
     yield SampleInput(r(3, 6, 16), args=(r(3, 16, 8),))
     yield SampleInput(r(2, 16, 8).mT, args=(r(2, 5, 16).mT,))
 
@@ -1122,8 +1123,50 @@ CUDA_DTYPES = {
     "_embedding_bag": frozenset(FLOATS - {torch.float64}),
     "_embedding_bag_forward_only": frozenset(FLOATS - {torch.float64}),
     "_weight_int8pack_mm": _REDUCED | {torch.float32},
-    # float16/bfloat16 scans are refused on cuda (they drifted past torch's error)
-    "cumsum": _NUMERIC - _REDUCED, "cumprod": _NUMERIC - _REDUCED,
+    "cumsum": _NUMERIC, "cumprod": _NUMERIC, "logcumsumexp": frozenset(FLOATS),
+    "cummax": _NUMERIC | {torch.bool}, "cummin": _NUMERIC | {torch.bool},
+    # (kthvalue and mode: torch cuda's index among equal elements is its
+    # kernel's own; the adapters check the values the indices point at)
+    "kthvalue": _NUMERIC, "mode": _NUMERIC | {torch.bool},
+    "median": _NUMERIC, "nanmedian": _NUMERIC,
+    "searchsorted": _NUMERIC, "bucketize": _NUMERIC,
+    # an integer sequence meets the number in float32, a conversion cuda
+    # copies do not make: refused
+    "searchsorted_Scalar": frozenset(FLOATS),
+    # (integer inputs of angle and of pow with a number are refused: the validation makes
+    # them float32, a conversion cuda copies lack; torch cuda has no float16/bfloat16 angle)
+    **{f"nn.functional.pad.{v}": _NUMERIC | {torch.bool} | set(COMPLEX_DTYPES)
+       for v in ("constant", "reflect", "replicate", "replicate_negative", "circular")},
+    "angle": frozenset({torch.float32, torch.float64} | set(COMPLEX_DTYPES)),
+    "gcd": frozenset(INTS),
+    "pow": frozenset(FLOATS | set(COMPLEX_DTYPES)),
+    "__rpow__": frozenset(FLOATS | set(COMPLEX_DTYPES)),
+    "hann_window": frozenset(FLOATS),
+    "nn.functional.rms_norm": frozenset(FLOATS),
+    "nn.functional.grid_sample": frozenset(FLOATS),
+    "cdist": frozenset({torch.float32, torch.float64}),
+    "nn.functional.pdist": frozenset({torch.float32, torch.float64}),
+    "nn.functional.bilinear": frozenset(FLOATS), "_trilinear": frozenset(FLOATS),
+    "_addmm_activation.relu": _GEMM, "_addmm_activation.gelu": _GEMM,
+    # linalg over cuSOLVER and cuBLAS; lu_unpack by kernels of our own
+    **{name: _LINALG for name in ("cholesky_solve", "cholesky_inverse", "triangular_solve",
+                                  "geqrf", "ormqr", "lu_unpack")},
+    "_grouped_mm": frozenset({torch.float32, torch.bfloat16, torch.float16}),
+    # indexing, scatter and segment reductions
+    "index_Tensor": _NUMERIC | {torch.bool}, "masked_scatter": _NUMERIC | {torch.bool},
+    "masked_select": _NUMERIC | {torch.bool},
+    "repeat_interleave_Tensor": frozenset({torch.int32, torch.int64}),
+    **{f"scatter_reduce.{r}": _NUMERIC for r in ("sum", "prod", "mean", "amax", "amin")},
+    "scatter": _NUMERIC | {torch.bool}, "index_put": _NUMERIC | {torch.bool},
+    "index_put.hand": _NUMERIC | {torch.bool},
+    **{f"index_reduce.{r}": _NUMERIC for r in ("prod", "mean", "amax", "amin")},
+    **{f"_segment_reduce.{v}": frozenset(FLOATS) for v in ("lengths", "offsets")},
+    # pooling
+    **{f"nn.functional.{name}": frozenset(FLOATS) for name in (
+        "avg_pool2d", "avg_pool3d", "max_pool2d", "max_pool3d",
+        "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool2d",
+        "adaptive_max_pool3d", "fractional_max_pool2d", "fractional_max_pool3d",
+        "max_unpool2d", "max_unpool3d")},
     # (not topk and the unstable sort: torch cuda's order among equal
     # elements is its kernel's own; tests/gpu checks them by the values their
     # indices point at)

@@ -4,7 +4,8 @@
 # with its cuda backend, compile the test models, run tests/gpu, run the zoo
 # benchmark. Logs go to $OUT (default ./gpu-out); $OUT/summary.txt says what
 # each phase did and where its log is.
-#   PHASES="build models test bench" (default; also "pair": the two-model
+#   PHASES="build models test bench" (default; also "loadbench": load
+#   time and memory against torch's loader; "pair": the two-model
 #   aotishim-vs-torch-runner comparison; "profile": where a run's host time
 #   goes, PROFILE_MODELS=a,b of the bench's cache; "kernels": kernel against
 #   call time per side, KERNEL_MODELS=a,b KERNEL_SIDES=..., KERNELS_S)
@@ -208,11 +209,16 @@ if has test; then
   # then the zoo models; every output's error is a "ZOO ..." line.
   group ops && t pytest_ops.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_ops.py \
     tests/gpu/test_cuda_conv_families.py
-  # The random family, int8 products, bags and histc, FFT, sort, scans and
-  # pointwise ops on cuda, and the OpInfo samples of every op with a cuda kernel.
-  group newops && t pytest_newops.log "${TIMEOUT_TEST:-300}" tests/gpu/test_cuda_random.py \
+  # The random family, int8 products, bags and histc, FFT, sort, scans,
+  # pointwise ops, padding, norms, distances, linalg, indexing and scatter,
+  # order statistics and pooling on cuda, and the OpInfo samples of every op
+  # with a cuda kernel.
+  group newops && t pytest_newops.log "${TIMEOUT_TEST:-420}" tests/gpu/test_cuda_random.py \
     tests/gpu/test_cuda_int8_mm.py tests/gpu/test_cuda_bags_histc.py tests/gpu/test_cuda_fft.py \
-    tests/gpu/test_cuda_sort_scan_pointwise.py tests/test_opinfo.py -k cuda
+    tests/gpu/test_cuda_sort_scan_pointwise.py tests/gpu/test_cuda_pad_pow_norm_distance.py \
+    tests/gpu/test_cuda_linalg.py tests/gpu/test_cuda_index_scatter.py \
+    tests/gpu/test_cuda_order_scan_search.py tests/gpu/test_cuda_pooling.py \
+    tests/test_opinfo.py -k cuda
   # torchvision models beyond the zoo against float64; every check prints a "TV" line.
   if group torchvision; then
     t pytest_torchvision.log "${TIMEOUT_TEST:-480}" -s tests/gpu/test_cuda_torchvision.py
@@ -241,6 +247,13 @@ if has diag; then
   wait "$DIAG_PID"
   note "diag: bfloat16 GPT-2 variants done"
   grep -E "^GPT2BF16|^exit" "$OUT/diag_gpt2.txt" | tee -a "$OUT/summary.txt"
+fi
+
+if has loadbench; then
+  # Load time and peak memory against torch's loader on the same packages.
+  step "loadbench (load_vs_torch.txt)" "$(cap 240 30)" \
+    bash -c "$PY benchmarks/load_vs_torch.py --device cuda > '$OUT/load_vs_torch.txt' 2>&1"
+  cat "$OUT/load_vs_torch.txt"
 fi
 
 if has overhead; then
