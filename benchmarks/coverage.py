@@ -307,10 +307,34 @@ def table(rows: list[dict]) -> str:
             torch_ms = _ms(theirs.get("ms"))
         ratio = (f"{ours['ms'] / theirs['ms']:.2f}" if ours.get("ms") and theirs.get("ms")
                  else "")
+        spread = round_ratios(r)
+        if ratio and len(spread) > 1:
+            ratio += f" ({_ratio(min(spread))}-{_ratio(max(spread))})"
         lines.append("| " + " | ".join([
             r["model"], r.get("family", ""), r.get("dtype", ""), compiles, loads, missing, err,
             _ms(ours.get("ms")), _ms(r.get("eager_ms")), torch_ms, ratio]) + " |")
     return "\n".join(lines)
+
+
+def _ratio(x: float) -> str:
+    return f"{x:.2f}" if x >= 0.01 else f"{x:.0e}"  # a stalled round's ratio
+
+
+def round_ratios(row: dict) -> list[float]:
+    """aotishim / torch's runner in each alternating round: the spread is the
+    noise estimate printed beside the ratio (both sides timed in turn, so a
+    busy spell slows one round of each rather than one side)."""
+    ours = row.get("aotishim", {}).get("ms_rounds", [])
+    theirs = row.get("torch", {}).get("ms_rounds", [])
+    return [a / b for a, b in zip(ours, theirs) if a and b]
+
+
+def geometric_mean_ratio(rows: list[dict]) -> tuple[float, int] | None:
+    ratios = [r["aotishim"]["ms"] / r["torch"]["ms"] for r in rows
+              if r.get("aotishim", {}).get("ms") and r.get("torch", {}).get("ms")]
+    if not ratios:
+        return None
+    return statistics.geometric_mean(ratios), len(ratios)
 
 
 def summary(rows: list[dict]) -> str:
@@ -321,6 +345,13 @@ def summary(rows: list[dict]) -> str:
             counts.setdefault(m, []).append(r["model"])
     lines = [f"{len(loaded)}/{len(rows)} models load; "
              f"{sum(1 for r in rows if 'compile_error' not in r)}/{len(rows)} compile."]
+    gm = geometric_mean_ratio(rows)
+    if gm:
+        worst = max(rows, key=lambda r: (r.get("aotishim", {}).get("ms") or 0)
+                    / (r.get("torch", {}).get("ms") or float("inf")))
+        lines.append(f"aotishim / torch AOTI: geometric mean {gm[0]:.2f} over {gm[1]} models; "
+                     f"largest {worst['aotishim']['ms'] / worst['torch']['ms']:.2f} "
+                     f"({worst['model']}). In brackets: the ratio's range over the rounds.")
     for m, models in sorted(counts.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         lines.append(f"- `{m}`: {len(models)} ({', '.join(models)})")
     return "\n".join(lines)

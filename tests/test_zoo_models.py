@@ -27,7 +27,10 @@ LOADABLE = ["mlp_static", "mlp_bf16", "nn_gru", "upsample", "where_masked_fill",
             "resnet18", "vit_tiny", "hf_bert", "hf_gpt2", "hf_llama", "nn_lstm",
             "nn_transformer_encoder_layer", "embedding_layernorm", "grid_sample",
             "index_gather_scatter", "cumsum", "topk_sort_argmax", "nonzero", "searchsorted",
-            "conv_transpose2d"]
+            "conv_transpose2d",
+            # The wider zoo: an encoder-decoder, a speech encoder (grouped
+            # 1-D convolutions), channel shuffles with depthwise convolutions.
+            "hf_t5", "hf_wav2vec2", "shufflenet_v2_x0_5"]
 
 # Relative to the output's scale (its largest |value|): float32 BLAS summation
 # order differs from torch's; bfloat16 rounds every intermediate.

@@ -443,4 +443,127 @@ def _encoder_layer_dynamic_seq():
     return parts
 
 
+# ---- the wider zoo: the shape families real deployments add ----
+# Depthwise, grouped and large-kernel convolutions, dense concatenation,
+# channel shuffles, windowed attention, 3-D video convolutions, and
+# encoder-decoders, speech encoders and recent decoders from tiny configs.
+# Small inputs keep a CPU run in milliseconds; the layers are the real ones.
+def _vision(builder: str, size: int = 64) -> dict:
+    module = getattr(_torchvision().models, builder)(weights=None)
+    return dict(module=module, args=(torch.randn(1, 3, size, size),))
+
+
+for _name in ("convnext_tiny", "efficientnet_b0", "regnet_y_400mf", "densenet121",
+              "shufflenet_v2_x0_5", "mobilenet_v2", "swin_t"):
+    _entry(_name, "torchvision", requires="torchvision")(
+        lambda builder=_name: _vision(builder))
+
+
+@_entry("r3d_18", "torchvision", requires="torchvision")
+def _r3d_18():
+    module = _torchvision().models.video.r3d_18(weights=None)
+    return dict(module=module, args=(torch.randn(1, 3, 4, 56, 56),))
+
+
+class Seq2Seq(nn.Module):
+    """Calls an encoder-decoder on encoder inputs and decoder token ids and
+    returns one output field."""
+
+    def __init__(self, model: nn.Module, field: str, encoder_input: str = "input_ids") -> None:
+        super().__init__()
+        self.model = model
+        self.field = field
+        self.encoder_input = encoder_input
+
+    def forward(self, encoder_input: torch.Tensor, decoder_input_ids: torch.Tensor) -> torch.Tensor:
+        out = self.model(**{self.encoder_input: encoder_input},
+                         decoder_input_ids=decoder_input_ids, use_cache=False)
+        return getattr(out, self.field)
+
+
+_SEQ2SEQ = dict(vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2,
+                encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                decoder_ffn_dim=128, max_position_embeddings=64, pad_token_id=1,
+                bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
+
+
+@_entry("hf_t5", "transformers", requires="transformers")
+def _hf_t5():
+    t = _transformers()
+    config = t.T5Config(vocab_size=1000, d_model=64, d_kv=16, d_ff=128, num_layers=2,
+                        num_decoder_layers=2, num_heads=4, decoder_start_token_id=0)
+    return dict(module=Seq2Seq(t.T5ForConditionalGeneration(config), "logits"),
+                args=(_token_ids(), _token_ids(length=8)))
+
+
+@_entry("hf_bart", "transformers", requires="transformers")
+def _hf_bart():
+    t = _transformers()
+    config = t.BartConfig(**_SEQ2SEQ)
+    return dict(module=Seq2Seq(t.BartForConditionalGeneration(config), "logits"),
+                args=(_token_ids(), _token_ids(length=8)))
+
+
+@_entry("hf_whisper", "transformers", requires="transformers")
+def _hf_whisper():
+    t = _transformers()
+    config = t.WhisperConfig(**{**_SEQ2SEQ, "max_position_embeddings": None},
+                             num_mel_bins=80, max_source_positions=32, max_target_positions=32)
+    features = torch.randn(1, 80, 64, generator=_generator(2))  # 2 x max_source_positions frames
+    return dict(module=Seq2Seq(t.WhisperForConditionalGeneration(config), "logits",
+                               encoder_input="input_features"),
+                args=(features, _token_ids(length=8)))
+
+
+@_entry("hf_wav2vec2", "transformers", requires="transformers")
+def _hf_wav2vec2():
+    t = _transformers()
+    config = t.Wav2Vec2Config(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                              intermediate_size=128, conv_dim=(32, 32, 32), conv_stride=(5, 2, 2),
+                              conv_kernel=(10, 3, 3), num_conv_pos_embeddings=16,
+                              num_conv_pos_embedding_groups=4, vocab_size=32)
+    audio = torch.randn(1, 4000, generator=_generator(3))
+    return dict(module=InputField(t.Wav2Vec2Model(config), "input_values", "last_hidden_state"),
+                args=(audio,))
+
+
+@_entry("hf_clip_vision", "transformers", requires="transformers")
+def _hf_clip_vision():
+    t = _transformers()
+    config = t.CLIPVisionConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                num_attention_heads=4, image_size=32, patch_size=8)
+    return dict(module=InputField(t.CLIPVisionModel(config), "pixel_values", "pooler_output"),
+                args=(torch.randn(1, 3, 32, 32),))
+
+
+class InputField(nn.Module):
+    """Calls a transformers model with one named input and returns one output field."""
+
+    def __init__(self, model: nn.Module, input_name: str, field: str) -> None:
+        super().__init__()
+        self.model = model
+        self.input_name = input_name
+        self.field = field
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return getattr(self.model(**{self.input_name: x}), self.field)
+
+
+_DECODER = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
+                max_position_embeddings=64)
+
+
+for _name, _config, _extra in (("hf_mistral", "MistralConfig", {"sliding_window": 8}),
+                               ("hf_qwen2", "Qwen2Config", {}),
+                               ("hf_gemma", "GemmaConfig", {"head_dim": 16}),
+                               ("hf_phi", "PhiConfig", {})):
+    def _decoder(config_name=_config, extra=_extra):
+        t = _transformers()
+        config = getattr(t, config_name)(**_DECODER, **extra)
+        model = getattr(t, config_name.replace("Config", "ForCausalLM"))(config)
+        return dict(module=OutputField(model, "logits", use_cache=False), args=(_token_ids(),))
+    _entry(_name, "transformers", requires="transformers")(_decoder)
+
+
 NAMES: tuple[str, ...] = tuple(_BUILDERS)
