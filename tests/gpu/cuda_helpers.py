@@ -98,10 +98,20 @@ def current_device() -> int:
     return d.value
 
 
+# The torch tensors borrowed by the running test: a handle does not keep its
+# torch tensor alive, and torch's caching allocator hands a freed block to
+# the next tensor at once, so a temporary borrowed as `borrow(torch.empty(...))`
+# would be read or written through memory that has become another tensor's.
+# tests/gpu/conftest.py empties this after each test.
+BORROWED: list = []
+
+
 def borrow(x) -> "shim.Tensor":
-    """An aotishim view of a torch cuda tensor: same storage, offset and strides."""
+    """An aotishim view of a torch cuda tensor: same storage, offset and
+    strides; x is kept alive until the end of the test."""
     import torch
 
+    BORROWED.append(x)
     torch.cuda.synchronize()  # torch's writes are on its stream, ours on aotishim's
     return shim.from_blob(x.untyped_storage().data_ptr(), list(x.shape), list(x.stride()),
                           x.storage_offset(), str(x.dtype).replace("torch.", ""), "cuda:0")
