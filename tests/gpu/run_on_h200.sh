@@ -252,7 +252,7 @@ fi
 if has loadbench; then
   # Load time and peak memory against torch's loader on the same packages.
   step "loadbench (load_vs_torch.txt)" "$(cap 240 30)" \
-    bash -c "$PY benchmarks/load_vs_torch.py --device cuda > '$OUT/load_vs_torch.txt' 2>&1"
+    bash -c "$PY benchmarks/load_vs_torch.py --device cuda --repeat 2 > '$OUT/load_vs_torch.txt' 2>&1"
   cat "$OUT/load_vs_torch.txt"
 fi
 
