@@ -8,8 +8,8 @@
 // reduction order follows the weight's, so a dense weight (contiguous or
 // channels-last, as AOTInductor passes it) is read in place, never packed.
 // A 1x1 convolution with unit stride reads the input in place as well.
-// Depthwise convolutions (one input channel per group) run a direct loop:
-// a GEMM per channel would be mostly overhead.
+// Depthwise convolutions (one input channel per group) run their own direct
+// kernel (depthwise_conv.cpp): a GEMM per channel would be mostly overhead.
 // Transposed: col (Cout_g*taps x P_in) = W^T @ X, then scattered and summed
 // into the output (col2im).
 // bfloat16 is widened to float32 on the way in and rounded once on the way
@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "core/half.h"
 #include "core/strided.h"
 #include "devices/cpu/blas.h"
+#include "devices/cpu/depthwise_conv.h"
 #include "devices/cpu/parallel.h"
 #include "ops/convolution.h"
 
@@ -32,6 +34,9 @@ namespace {
 
 // Scratch budget for one column tile.
 constexpr int64_t kTileBytes = int64_t{8} << 20;
+// Below this many multiply-adds a tile is not worth waking other threads for
+// (as in blas::gemm).
+constexpr int64_t kMinSplitWork = int64_t{1} << 18;
 
 template <typename T, typename S>
 inline T load(S v) {
@@ -162,7 +167,11 @@ class Forward {
     // column tile out as (P x R), channels fastest; otherwise (R x P),
     // positions fastest (also for a channels-last input with a few channels,
     // such as an RGB stem, where per-position copies of 3 values cost more).
-    rows_of_positions_ = g_.in_c == 1 && g_.cin_g >= 8;
+    // A few channels still make long runs where a window row's taps lie
+    // side by side in the input (channels-last, no dilation along width):
+    // one copy of width * channels per window row.
+    window_rows_ = g_.in_c == 1 && g_.in_s[2] == g_.cin_g && g_.dil[2] == 1 && g_.k[2] > 1;
+    rows_of_positions_ = g_.in_c == 1 && (g_.cin_g >= 8 || window_rows_);
     bias_.assign(static_cast<size_t>(g_.Cout), T(0));
     if (a.has_bias) {
       const S* b = reinterpret_cast<const S*>(a.bias.data());
@@ -171,16 +180,17 @@ class Forward {
   }
 
   void run() {
-    if (g_.groups > 1 && g_.cin_g == 1) return depthwise();
     choose_weight();
     int64_t in_step = 1;
     const bool in_place_input = std::is_same_v<T, S> && g_.taps == 1 && all_unit(g_.stride) &&
                                 all_zero(g_.pad) && input_positions_merge(in_step);
     int64_t tile = std::max<int64_t>(1, kTileBytes / std::max<int64_t>(1, R_ * int64_t(sizeof(T))));
     tile = std::min(tile, g_.pout);
-    std::vector<T> col, acc;
-    if (!in_place_input) col.resize(static_cast<size_t>(R_ * tile));
-    if (!std::is_same_v<T, S>) acc.resize(static_cast<size_t>(g_.cout_g * tile));
+    // Scratch left uninitialised: every element is written before it is read
+    // (zeroing a tile of megabytes cost more than the copy into it).
+    std::unique_ptr<T[]> col, acc;
+    if (!in_place_input) col.reset(new T[static_cast<size_t>(R_ * tile)]);
+    if (!std::is_same_v<T, S>) acc.reset(new T[static_cast<size_t>(g_.cout_g * tile)]);
     for (int64_t n = 0; n < g_.N; ++n) {
       for (int64_t grp = 0; grp < g_.groups; ++grp) {
         const S* in = in_ + n * g_.in_n + grp * g_.cin_g * g_.in_c;
@@ -196,12 +206,12 @@ class Forward {
             brs = g_.in_c;
             bcs = in_step;
           } else {
-            gather(in, w.taps_outer, p0, len, col.data());
-            b = col.data();
+            gather(in, w.taps_outer, p0, len, col.get());
+            b = col.get();
             brs = rows_of_positions_ ? 1 : len;
             bcs = rows_of_positions_ ? R_ : 1;
           }
-          multiply(w, b, brs, bcs, grp, out + p0 * g_.out_p, len, acc);
+          multiply(w, b, brs, bcs, grp, out + p0 * g_.out_p, len, acc.get());
         }
       }
     }
@@ -240,7 +250,10 @@ class Forward {
     std::rotate(st.begin(), st.begin() + 1, st.end());
     const bool taps_outer = dense_in_order(sz, st);
     const bool rows_ok = row_major_view(g_.cout_g, R_, g_.w_0, 1).ok;
-    if (std::is_same_v<T, S> && rows_ok && (c_outer || taps_outer)) {
+    // Window-row copies need the taps-outer order; a weight in the other
+    // order is small enough to pack when channels are few.
+    const bool order_ok = taps_outer || !(rows_of_positions_ && g_.cin_g < 8);
+    if (std::is_same_v<T, S> && rows_ok && (c_outer || taps_outer) && order_ok) {
       pack_ = false;
       taps_outer_ = c_outer ? (taps_outer && rows_of_positions_) : true;
       return;
@@ -273,6 +286,10 @@ class Forward {
           const int64_t p = p0 + i;
           const int64_t od = p / (OH * OW), oh = (p / OW) % OH, ow = p % OW;
           T* row = col + i * R_;
+          if (rc == 1 && window_rows_) {
+            copy_window_rows(in, od, oh, ow, row);
+            continue;
+          }
           int64_t t = 0;
           for (int64_t kd = 0; kd < g_.k[0]; ++kd)
             for (int64_t kh = 0; kh < g_.k[1]; ++kh)
@@ -312,8 +329,9 @@ class Forward {
               int64_t lo, hi;  // output columns whose tap lands inside the input
               valid_range(OW, g_.stride[2], kw * g_.dil[2] - g_.pad[2], g_.in[2], lo, hi);
               const int64_t sw = g_.stride[2] * g_.in_s[2];
+              // Output coordinates of p, stepped row by row (no divisions per run).
+              int64_t od = p0 / (OH * OW), oh = (p0 / OW) % OH, ow0 = p0 % OW;
               for (int64_t p = p0; p < p0 + len;) {
-                const int64_t od = p / (OH * OW), oh = (p / OW) % OH, ow0 = p % OW;
                 const int64_t run = std::min(OW - ow0, p0 + len - p);
                 T* dst = row + (p - p0);  // dst[ow - ow0] for ow in [ow0, ow0 + run)
                 const int64_t id = od * g_.stride[0] - g_.pad[0] + kd * g_.dil[0];
@@ -329,81 +347,123 @@ class Forward {
                                        (kw * g_.dil[2] - g_.pad[2]) * g_.in_s[2];
                   if (sw == 1 && std::is_same_v<T, S>) {
                     std::memcpy(dst + (a - ow0), in + base + a, static_cast<size_t>(b - a) * sizeof(T));
+                  } else if (sw == 2) {  // a constant step the compiler vectorises
+                    const S* src = in + base + 2 * a;
+                    T* d = dst + (a - ow0);
+                    for (int64_t i = 0; i < b - a; ++i) d[i] = load<T>(src[2 * i]);
                   } else {
                     for (int64_t ow = a; ow < b; ++ow) dst[ow - ow0] = load<T>(in[base + ow * sw]);
                   }
                   std::fill(dst + (b - ow0), dst + run, T(0));
                 }
                 p += run;
+                ow0 = 0;
+                if (++oh == OH) {
+                  oh = 0;
+                  ++od;
+                }
               }
             }
       }
     });
   }
 
-  // out tile (Cout_g x len) = bias + W @ B for one group.
-  void multiply(const WeightMatrix<T>& w, const T* b, int64_t brs, int64_t bcs, int64_t grp,
-                S* out, int64_t len, std::vector<T>& acc) const {
-    const T* bias = bias_.data() + grp * g_.cout_g;
-    if constexpr (std::is_same_v<T, S>) {
-      // Start from the bias and accumulate onto it.
-      for (int64_t o = 0; o < g_.cout_g; ++o)
-        for (int64_t i = 0; i < len; ++i) out[o * g_.out_c + i * g_.out_p] = bias[o];
-      if (R_ > 0)
-        gemm_views<T>(g_.cout_g, len, R_, w.data, w.row_stride, 1, b, brs, bcs, T(1), out,
-                      g_.out_c, g_.out_p);
-    } else {
-      std::fill(acc.begin(), acc.begin() + g_.cout_g * len, T(0));
-      if (R_ > 0)
-        gemm_views<T>(g_.cout_g, len, R_, w.data, w.row_stride, 1, b, brs, bcs, T(0), acc.data(),
-                      len, 1);
-      for (int64_t o = 0; o < g_.cout_g; ++o)
-        for (int64_t i = 0; i < len; ++i)
-          out[o * g_.out_c + i * g_.out_p] = store<S>(acc[o * len + i] + bias[o]);
-    }
+  // One position's column row, taps outer, where each window row's taps are
+  // one run of the input: zeros for the taps in the padding, one copy for
+  // the rest.
+  void copy_window_rows(const S* in, int64_t od, int64_t oh, int64_t ow, T* row) const {
+    const int64_t run = g_.k[2] * g_.cin_g;
+    const int64_t iw0 = ow * g_.stride[2] - g_.pad[2];
+    const int64_t kw0 = std::clamp<int64_t>(-iw0, 0, g_.k[2]);
+    const int64_t kw1 = std::clamp<int64_t>(g_.in[2] - iw0, kw0, g_.k[2]);
+    for (int64_t kd = 0; kd < g_.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g_.k[1]; ++kh, row += run) {
+        const int64_t id = od * g_.stride[0] - g_.pad[0] + kd * g_.dil[0];
+        const int64_t ih = oh * g_.stride[1] - g_.pad[1] + kh * g_.dil[1];
+        if (id < 0 || id >= g_.in[0] || ih < 0 || ih >= g_.in[1]) {
+          std::fill(row, row + run, T(0));
+          continue;
+        }
+        std::fill(row, row + kw0 * g_.cin_g, T(0));
+        std::fill(row + kw1 * g_.cin_g, row + run, T(0));
+        const S* src = in + id * g_.in_s[0] + ih * g_.in_s[1] + (iw0 + kw0) * g_.in_s[2];
+        T* dst = row + kw0 * g_.cin_g;
+        const int64_t n = (kw1 - kw0) * g_.cin_g;
+        if constexpr (std::is_same_v<T, S>) {
+          std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(T));
+        } else {
+          for (int64_t c = 0; c < n; ++c) dst[c] = load<T>(src[c]);
+        }
+      }
   }
 
-  // One input channel per group: a direct loop per output channel, summing
-  // each tap over a whole output row at once.
-  void depthwise() const {
-    const int64_t OD = g_.out[0], OH = g_.out[1], OW = g_.out[2];
-    cpu::parallel_for(g_.N * g_.Cout, 1, [&](int64_t begin, int64_t end) {
-      std::vector<T> acc(static_cast<size_t>(OW)), taps(static_cast<size_t>(g_.taps));
-      for (int64_t item = begin; item < end; ++item) {
-        const int64_t n = item / g_.Cout, oc = item % g_.Cout, ic = oc / g_.cout_g;
-        const S* in = in_ + n * g_.in_n + ic * g_.in_c;
-        S* out = out_ + n * g_.out_n + oc * g_.out_c;
-        for (int64_t t = 0; t < g_.taps; ++t) {
-          const int64_t k0 = t / (g_.k[1] * g_.k[2]), k1 = (t / g_.k[2]) % g_.k[1], k2 = t % g_.k[2];
-          taps[t] = load<T>(w_[oc * g_.w_0 + k0 * g_.w_s[0] + k1 * g_.w_s[1] + k2 * g_.w_s[2]]);
+  // out tile (Cout_g x len) = bias + W @ B for one group. With more positions
+  // than output channels, threads take runs of positions, each its bias pass
+  // and its GEMM (BLAS then runs on the calling thread), so the passes over
+  // the output are split too and each part stays in its thread's cache.
+  // Otherwise blas::gemm splits the output channels: each thread then reads
+  // only its share of the weight, which dominates.
+  void multiply(const WeightMatrix<T>& w, const T* b, int64_t brs, int64_t bcs, int64_t grp,
+                S* out, int64_t len, T* acc) const {
+    if (len < g_.cout_g) return multiply_part(w, b, brs, bcs, grp, out, 0, len, len, acc);
+    const int64_t per_position = std::max<int64_t>(1, g_.cout_g * R_);
+    cpu::parallel_for(len, std::max<int64_t>(1, kMinSplitWork / per_position),
+                      [&](int64_t begin, int64_t end) {
+                        multiply_part(w, b + begin * bcs, brs, bcs, grp, out + begin * g_.out_p,
+                                      begin, end - begin, len, acc);
+                      });
+  }
+
+  // Positions [first, first + len) of a tile of tile_len positions.
+  void multiply_part(const WeightMatrix<T>& w, const T* b, int64_t brs, int64_t bcs, int64_t grp,
+                     S* out, int64_t first, int64_t len, int64_t tile_len, T* acc) const {
+    const T* bias = bias_.data() + grp * g_.cout_g;
+    // Output passes go in memory order: channels fastest when channels-last
+    // (out_c == 1), positions fastest otherwise; strided stores cost more
+    // than the GEMM on shallow (small Cin) convolutions.
+    const bool channels_fastest = g_.out_p != 1;
+    if constexpr (std::is_same_v<T, S>) {
+      // Start from the bias and accumulate onto it; without one, the GEMM
+      // writes the tile itself.
+      T beta = T(0);
+      if (a_.has_bias || R_ == 0) {
+        beta = T(1);
+        if (channels_fastest && g_.out_c == 1) {
+          for (int64_t i = 0; i < len; ++i)
+            std::memcpy(out + i * g_.out_p, bias, static_cast<size_t>(g_.cout_g) * sizeof(T));
+        } else if (channels_fastest) {
+          for (int64_t i = 0; i < len; ++i)
+            for (int64_t o = 0; o < g_.cout_g; ++o) out[o * g_.out_c + i * g_.out_p] = bias[o];
+        } else {
+          for (int64_t o = 0; o < g_.cout_g; ++o)
+            for (int64_t i = 0; i < len; ++i) out[o * g_.out_c + i * g_.out_p] = bias[o];
         }
-        const int64_t sw = g_.stride[2] * g_.in_s[2];
-        for (int64_t od = 0; od < OD; ++od)
-          for (int64_t oh = 0; oh < OH; ++oh) {
-            std::fill(acc.begin(), acc.end(), bias_[oc]);
-            int64_t t = 0;
-            for (int64_t kd = 0; kd < g_.k[0]; ++kd)
-              for (int64_t kh = 0; kh < g_.k[1]; ++kh) {
-                const int64_t id = od * g_.stride[0] - g_.pad[0] + kd * g_.dil[0];
-                const int64_t ih = oh * g_.stride[1] - g_.pad[1] + kh * g_.dil[1];
-                if (id < 0 || id >= g_.in[0] || ih < 0 || ih >= g_.in[1]) {
-                  t += g_.k[2];
-                  continue;
-                }
-                for (int64_t kw = 0; kw < g_.k[2]; ++kw, ++t) {
-                  int64_t lo, hi;
-                  valid_range(OW, g_.stride[2], kw * g_.dil[2] - g_.pad[2], g_.in[2], lo, hi);
-                  const int64_t base = id * g_.in_s[0] + ih * g_.in_s[1] +
-                                       (kw * g_.dil[2] - g_.pad[2]) * g_.in_s[2];
-                  const T wt = taps[t];
-                  for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += wt * load<T>(in[base + ow * sw]);
-                }
-              }
-            S* row = out + (od * OH + oh) * OW * g_.out_p;
-            for (int64_t ow = 0; ow < OW; ++ow) row[ow * g_.out_p] = store<S>(acc[ow]);
-          }
       }
-    });
+      if (R_ > 0)
+        gemm_views<T>(g_.cout_g, len, R_, w.data, w.row_stride, 1, b, brs, bcs, beta, out,
+                      g_.out_c, g_.out_p);
+    } else {
+      // acc laid out like the output tile, so both passes run in order.
+      const int64_t acc_c = channels_fastest ? 1 : tile_len;
+      const int64_t acc_p = channels_fastest ? g_.cout_g : 1;
+      T* part = acc + first * acc_p;
+      if (R_ > 0) {
+        gemm_views<T>(g_.cout_g, len, R_, w.data, w.row_stride, 1, b, brs, bcs, T(0), part, acc_c,
+                      acc_p);
+      } else {
+        for (int64_t o = 0; o < g_.cout_g; ++o)
+          for (int64_t i = 0; i < len; ++i) part[o * acc_c + i * acc_p] = T(0);
+      }
+      if (channels_fastest) {
+        for (int64_t i = 0; i < len; ++i)
+          for (int64_t o = 0; o < g_.cout_g; ++o)
+            out[o * g_.out_c + i * g_.out_p] = store<S>(part[i * acc_p + o] + bias[o]);
+      } else {
+        for (int64_t o = 0; o < g_.cout_g; ++o)
+          for (int64_t i = 0; i < len; ++i)
+            out[o * g_.out_c + i * g_.out_p] = store<S>(part[o * acc_c + i] + bias[o]);
+      }
+    }
   }
 
   const ConvArgs& a_;
@@ -412,7 +472,7 @@ class Forward {
   const S* w_;
   S* out_;
   int64_t R_;
-  bool rows_of_positions_;
+  bool rows_of_positions_, window_rows_;
   bool pack_ = false, taps_outer_ = false;
   std::vector<T> packed_, bias_;
 };
@@ -496,6 +556,8 @@ template <typename T, typename S>
 void run_typed(const ConvArgs& a) {
   if (a.transposed) {
     transposed<T, S>(a);
+  } else if (a.groups > 1 && a.weight.sizes[1] == 1) {
+    cpu::depthwise_conv(a);
   } else {
     Forward<T, S>(a).run();
   }
