@@ -223,7 +223,7 @@ def measure(name: str, cache: Path, repeat: int, threads: int, torch_runner: str
     fastest median."""
     from aotishim.zoo import real
 
-    row: dict = {"model": name}
+    row: dict = {"model": name, "cpu": cpu_model()}
     step = "build"
     try:
         zm = real.build(name)
@@ -357,13 +357,26 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def machine() -> str:
+def cpu_model() -> str:
+    """The CPU's name and its widest vector units: a VM of the same size may
+    land on another host (an AMD EPYC with AVX2, an Intel Xeon with AVX-512
+    and AMX), where both BLAS libraries pick other kernels."""
     cpu = platform.processor() or platform.machine()
+    flags: set[str] = set()
     try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                   if line.startswith("model name"))
+        lines = open("/proc/cpuinfo").read().splitlines()
+        cpu = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+        flags = set(next(line.split(":", 1)[1].split() for line in lines
+                         if line.startswith("flags")))
     except (OSError, StopIteration):
         pass
+    units = [u for u, f in (("AVX2", "avx2"), ("AVX-512", "avx512f"), ("AMX", "amx_tile"))
+             if f in flags]
+    return f"{cpu} ({', '.join(units)})" if units else cpu
+
+
+def machine() -> str:
+    cpu = cpu_model()
     import torch
     return (f"{time.strftime('%Y-%m-%d')}, {cpu}, {os.cpu_count()} cores, "
             f"torch {torch.__version__}, python {platform.python_version()}")
