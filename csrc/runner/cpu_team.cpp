@@ -34,13 +34,6 @@ bool adapting() {
   return on;
 }
 
-// Below this share a full team loses more at its barriers than it gains.
-constexpr double kFullTeamShare = 0.7;
-// A shrunk team grows back only above this share. Three runnable threads on
-// two cores give each about 2/3 of a core, so a one-thread run beside two busy
-// processes measures close to kFullTeamShare: with a single threshold the
-// team flipped between sizes, and each full-team run stalled at its barriers.
-constexpr double kRegrowShare = 0.9;
 #endif
 
 // CPU and wall time of recent runs, decayed so that the last ~50 ms of run
@@ -79,6 +72,19 @@ std::atomic<bool> g_shrunk{false};
 
 }  // namespace
 
+// Below this share a full team loses more at its barriers than it gains.
+static constexpr double kFullTeamShare = 0.7;
+// A shrunk team grows back only above this share. Three runnable threads on
+// two cores give each about 2/3 of a core, so a one-thread run beside two busy
+// processes measures close to kFullTeamShare: with a single threshold the
+// team flipped between sizes, and each full-team run stalled at its barriers.
+static constexpr double kRegrowShare = 0.9;
+
+int team_size(int setting, double share, bool shrunk) {
+  if (setting <= 1 || share >= (shrunk ? kRegrowShare : kFullTeamShare)) return setting;
+  return std::clamp(static_cast<int>(setting * share), 1, setting);
+}
+
 CpuTeam::CpuTeam() {
 #if defined(_OPENMP)
   previous_ = chosen_ = omp_get_max_threads();
@@ -86,8 +92,8 @@ CpuTeam::CpuTeam() {
   if (!adapting() || previous_ <= 1) return;
   const double share = history().share();
   const bool shrunk = g_shrunk.load(std::memory_order_relaxed);
-  if (share < (shrunk ? kRegrowShare : kFullTeamShare)) {
-    chosen_ = std::clamp(static_cast<int>(previous_ * share), 1, previous_);
+  chosen_ = team_size(previous_, share, shrunk);
+  if (chosen_ != previous_) {
     omp_set_num_threads(chosen_);
     g_last_run_threads.store(chosen_);
   }

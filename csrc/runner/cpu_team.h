@@ -23,6 +23,12 @@
 namespace aotishim {
 namespace runner {
 
+// The team size for a run: `setting` threads (the thread's OpenMP setting),
+// or fewer while the runs' recent CPU share is low. A full team shrinks below
+// a share of 0.7; a shrunk one (`shrunk`) grows back only above 0.9, so a
+// share hovering between the two keeps the team's size rather than flipping it.
+int team_size(int setting, double share, bool shrunk);
+
 class CpuTeam {
  public:
   CpuTeam();  // sets this thread's team size for the run
