@@ -20,6 +20,7 @@
 #include "devices/cuda/index_geometry.h"
 #include "devices/cuda/index_kernels.h"
 #include "devices/cuda/reduce_kernels.h"
+#include "devices/cuda/target_sort.h"
 #include "ops/index_put.h"
 
 namespace aotishim {
@@ -64,21 +65,9 @@ void index_put(const IndexPutArgs& a) {
                        reinterpret_cast<IndexProblem*>(problem.data()), stream);
   raise_index_problem(device, problem, a.target.sizes);
 
-  Tensor sorted_keys = make_empty(device, DType::Int64, {numel});
-  Tensor sorted_positions = make_empty(device, DType::Int64, {numel});
-  std::vector<Tensor> scratch;
-  ReduceScratch alloc = [&](size_t bytes) {
-    scratch.push_back(make_empty(device, DType::UInt8, {static_cast<int64_t>(bytes)}));
-    return static_cast<void*>(scratch.back().data());
-  };
-  device.count_command();
-  launch_sort_by_target(reinterpret_cast<const uint64_t*>(keys.data()),
-                        reinterpret_cast<const int64_t*>(positions.data()),
-                        reinterpret_cast<uint64_t*>(sorted_keys.data()),
-                        reinterpret_cast<int64_t*>(sorted_positions.data()), numel,
-                        target_key_bits(a.target), alloc, stream);
-  const uint64_t* k = reinterpret_cast<const uint64_t*>(sorted_keys.data());
-  const int64_t* p = reinterpret_cast<const int64_t*>(sorted_positions.data());
+  const SortedTargets sorted = sort_by_target(device, keys, positions, a.target);
+  const uint64_t* k = sorted.key_data();
+  const int64_t* p = sorted.position_data();
   const ShapedView values = shaped_view(a.values);  // seen at the result's sizes
   device.count_command();
   if (a.accumulate) {

@@ -21,6 +21,7 @@
 #include "devices/cuda/cuda_stream.h"
 #include "devices/cuda/index_kernels.h"
 #include "devices/cuda/reduce_kernels.h"
+#include "devices/cuda/target_sort.h"
 #include "ops/scatter_reduce.h"
 
 namespace aotishim {
@@ -90,24 +91,12 @@ void scatter_reduce(const ScatterReduceArgs& a) {
   AOTISHIM_CHECK(found.found == 0, "index ", found.value, " is out of bounds for dimension ", a.dim,
                  " with size ", g.limit);
 
-  Tensor sorted_keys = make_empty(device, DType::Int64, {numel});
-  Tensor sorted_positions = make_empty(device, DType::Int64, {numel});
-  std::vector<Tensor> scratch;
-  ReduceScratch alloc = [&](size_t bytes) {
-    scratch.push_back(make_empty(device, DType::UInt8, {static_cast<int64_t>(bytes)}));
-    return static_cast<void*>(scratch.back().data());
-  };
-  device.count_command();
-  launch_sort_by_target(reinterpret_cast<const uint64_t*>(keys.data()),
-                        reinterpret_cast<const int64_t*>(positions.data()),
-                        reinterpret_cast<uint64_t*>(sorted_keys.data()),
-                        reinterpret_cast<int64_t*>(sorted_positions.data()), numel,
-                        target_key_bits(target), alloc, stream);
+  const SortedTargets sorted = sort_by_target(device, keys, positions, target);
   // src's elements at index's positions (src may be larger than index).
   ShapedView source = shaped_view(a.src);
   for (int64_t d = 0; d < a.index.dim(); ++d) source.sizes[d] = a.index.sizes[d];
-  const uint64_t* k = reinterpret_cast<const uint64_t*>(sorted_keys.data());
-  const int64_t* p = reinterpret_cast<const int64_t*>(sorted_positions.data());
+  const uint64_t* k = sorted.key_data();
+  const int64_t* p = sorted.position_data();
   device.count_command();
   if (a.reduce == ScatterReduce::Assign) {
     launch_assign_last(k, p, numel, target.data(), source, target.itemsize(), stream);
