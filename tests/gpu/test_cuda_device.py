@@ -179,11 +179,13 @@ def test_overlapping_copy_on_device():
     np.testing.assert_array_equal(shim.to_numpy(base), expected)
 
 
-def test_unsupported_conversion_on_device_is_a_clear_error():
-    src = to_dev(np.arange(4, dtype=np.int32))
-    dst = shim.empty_strided([4], None, "float32", DEV)
-    with pytest.raises(aotishim.ShimError, match="cannot convert int32 to float32"):
-        shim.copy_(dst, src)
+def test_integer_to_float_conversion_on_device():
+    # once refused (no cuda conversion of int32 to float32); now converted
+    # as numpy rounds, values past 2**24 included
+    a = np.array([0, -1, 7, 2**24 + 1, -(2**31), 2**31 - 1], dtype=np.int32)
+    dst = shim.empty_strided([6], None, "float32", DEV)
+    shim.copy_(dst, to_dev(a))
+    np.testing.assert_array_equal(shim.to_numpy(dst), a.astype(np.float32))
 
 
 @pytest.mark.parametrize("real,cplx", [("float32", "complex64"), ("float64", "complex64"),

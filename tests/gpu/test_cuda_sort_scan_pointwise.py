@@ -259,14 +259,12 @@ def test_polar_is_torchs(dtype):
                  torch.polar(magnitude, angle), exact=False)
 
 
-def test_mixed_integer_and_float_operands_are_refused_not_wrong():
-    """The cast of an integer operand to a floating result needs a cuda
-    conversion copies do not have yet: a clear error."""
+def test_mixed_integer_and_float_operands_are_torch_cudas():
+    """An integer operand cast to a floating result (once refused: cuda
+    copies had no such conversion) types and rounds as torch cuda."""
     a, b = values(torch.int64, (3,), 1), values(torch.float32, (3,), 2)
-    with pytest.raises(ShimError):
-        shim.call_op("mul_Tensor", borrow(a), borrow(b))
-    with pytest.raises(ShimError):  # int64 * 2.0 is float32, as torch types it
-        shim.call_op("mul_Scalar", borrow(a), 2.0)
+    check_result(shim.call_op("mul_Tensor", borrow(a), borrow(b)), a * b)
+    check_result(shim.call_op("mul_Scalar", borrow(a), 2.0), a * 2.0)  # float32, as torch types it
 
 
 @pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "uint8", "int16"])

@@ -32,9 +32,11 @@ inline StridedView view_of(const Tensor& t) {
   return v;
 }
 
-// dst = src elementwise over `sizes` (ndim <= kMaxCopyDims), converting among
-// float32/float64/float16/bfloat16; other dtypes copy only to themselves.
-// Throws for unsupported conversions.
+// dst = src elementwise over `sizes` (ndim <= kMaxCopyDims), converting any
+// dtype to any other as torch's copy_ (c10::convert): a real source gives
+// imaginary part 0, a complex one gives a real dtype its real part (bool: true
+// when either part is nonzero), floats truncate into integers, and doubles or
+// integers reach float16/bfloat16 through float.
 void launch_copy(const StridedView& dst, const StridedView& src, const int64_t* sizes, int ndim,
                  cudaStream_t stream);
 
