@@ -1,10 +1,12 @@
 // Custom-op implementations written in Python (aotishim.register_custom_op).
 // A model's run releases the GIL, and may run on any thread; each call
-// takes the GIL, hands the op its tensors as read-only numpy arrays over the
-// model's memory, and copies what the Python function returns into new
-// tensors on the model's device. Converting arguments and results to and
-// from Python values is aotishim.custom_ops' work; this file moves them
-// across.
+// takes the GIL and hands the op its tensors: cpu ones as read-only numpy
+// arrays over the model's memory, cuda ones as DeviceTensors exported
+// through DLPack (ordered after the model's stream by the protocol). What
+// the Python function returns is copied into new tensors on the model's
+// device: host arrays uploaded, device tensors borrowed through DLPack and
+// copied on the device. Converting arguments and results to and from
+// Python values is aotishim.custom_ops' work; this file moves them across.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -16,6 +18,7 @@
 #include "aotishim/custom_ops.h"
 #include "aotishim/runtime.h"
 #include "python/bindings.h"
+#include "python/handles.h"
 #include "python/without_gil.h"
 
 namespace py = pybind11;
@@ -65,13 +68,13 @@ const char* kind_name(OpArg::Kind kind) {
   return "?";
 }
 
-// A read-only numpy array over a cpu tensor's memory, keeping it alive.
-py::object tensor_array(AtenTensorHandle handle, const py::object& numpy_dtype) {
+// A cpu tensor as a read-only numpy array over its memory, keeping it
+// alive; a tensor of another device as a DeviceTensor, for DLPack consumers
+// (torch.from_dlpack, cupy.from_dlpack) to read on their own stream.
+py::object tensor_value(AtenTensorHandle handle, const py::object& numpy_dtype) {
   if (handle == nullptr) return py::none();
   const TensorInfo info = tensor_info(handle);
-  if (info.device != "cpu") {
-    throw Error("a Python custom op takes cpu tensors; this one is on " + info.device);
-  }
+  if (info.device != "cpu") return device_tensor(handle);
   auto keep = new std::shared_ptr<void>(retain_storage(handle));
   py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
   const py::dtype dtype = py::dtype::from_args(numpy_dtype(info.dtype));
@@ -82,14 +85,38 @@ py::object tensor_array(AtenTensorHandle handle, const py::object& numpy_dtype) 
   return std::move(array);
 }
 
+// A packed copy, on `device`, of a result the implementation lent through
+// DLPack (a borrowed handle, deleted here). The copy is waited for before
+// the borrow ends: the lender may reuse that memory, on a stream of its own,
+// as soon as its tensor is dropped.
+AtenTensorHandle owned_copy(AtenTensorHandle borrowed, const std::string& device) {
+  const TensorInfo info = tensor_info(borrowed);
+  const AbiDevice where = parse_device_abi(device);
+  AtenTensorHandle out = nullptr;
+  AOTITorchError err = aoti_torch_empty_strided(static_cast<int64_t>(info.sizes.size()),
+                                                info.sizes.data(), nullptr, info.dtype,
+                                                where.type, where.index, &out);
+  if (err == AOTI_TORCH_SUCCESS) err = aoti_torch_copy_(out, borrowed, 0);
+  try {
+    check(err);
+    synchronize(device);
+  } catch (...) {
+    if (out != nullptr) aoti_torch_delete_tensor_object(out);
+    aoti_torch_delete_tensor_object(borrowed);
+    throw;
+  }
+  aoti_torch_delete_tensor_object(borrowed);
+  return out;
+}
+
 py::object arg_value(const OpArg& a, const py::object& numpy_dtype) {
   switch (a.kind) {
     case OpArg::Kind::None: return py::none();
-    case OpArg::Kind::Tensor: return tensor_array(a.tensor, numpy_dtype);
+    case OpArg::Kind::Tensor: return tensor_value(a.tensor, numpy_dtype);
     case OpArg::Kind::TensorList:
     case OpArg::Kind::OptionalTensorList: {
       py::list items;
-      for (AtenTensorHandle h : a.tensors) items.append(tensor_array(h, numpy_dtype));
+      for (AtenTensorHandle h : a.tensors) items.append(tensor_value(h, numpy_dtype));
       return std::move(items);
     }
     case OpArg::Kind::Int: return py::int_(a.int_value);
@@ -117,8 +144,9 @@ const char* return_kind(OpReturn::Kind kind) {
   return "?";
 }
 
-// One call: Python values in, (array, dtype code) pairs out, copied to new
-// tensors. Runs with the GIL held.
+// One call: Python values in; out, per result, (host array, dtype code) or
+// (borrowed device handle, dtype code), made into new tensors on the
+// model's device. Runs with the GIL held.
 std::vector<AtenTensorHandle> call_python(const py::object& bridge, const OpCall& call) {
   const py::object numpy_dtype = py::module_::import("aotishim._dtypes").attr("numpy_dtype");
   py::list args;
@@ -131,12 +159,26 @@ std::vector<AtenTensorHandle> call_python(const py::object& bridge, const OpCall
   for (const OpOutput& o : call.outputs) {
     outputs.append(o.known ? py::object(py::make_tuple(o.dtype, o.sizes)) : py::object(py::none()));
   }
-  py::object results = bridge(call.op, args, returns, outputs);
+  py::list results = bridge(call.op, args, returns, outputs, call.device);
 
+  // Borrowed handles are ours from here: each is copied or deleted.
+  std::vector<AtenTensorHandle> borrowed;
+  for (py::handle item : results) {
+    py::object payload = py::reinterpret_borrow<py::tuple>(item)[0];
+    if (py::isinstance<py::int_>(payload)) borrowed.push_back(to_handle(payload.cast<uintptr_t>()));
+  }
   std::vector<AtenTensorHandle> handles;
+  size_t next_borrowed = 0;
   try {
     for (py::handle item : results) {
       auto pair = py::reinterpret_borrow<py::tuple>(item);
+      if (py::isinstance<py::int_>(pair[0])) {
+        AtenTensorHandle lent = borrowed[next_borrowed];
+        borrowed[next_borrowed++] = nullptr;
+        py::gil_scoped_release release;  // the copy is waited for
+        handles.push_back(owned_copy(lent, call.device));
+        continue;
+      }
       py::array array = pair[0].cast<py::array>();
       const int32_t dtype = pair[1].cast<int32_t>();
       std::vector<int64_t> sizes(array.shape(), array.shape() + array.ndim());
@@ -145,6 +187,9 @@ std::vector<AtenTensorHandle> call_python(const py::object& bridge, const OpCall
     }
   } catch (...) {
     for (AtenTensorHandle h : handles) aoti_torch_delete_tensor_object(h);
+    for (AtenTensorHandle h : borrowed) {
+      if (h != nullptr) aoti_torch_delete_tensor_object(h);
+    }
     throw;
   }
   return handles;
@@ -181,7 +226,8 @@ void bind_custom_ops(py::module_& m) {
         });
       },
       py::arg("name"), py::arg("bridge"),
-      "Registers bridge(op, args, returns, outputs) -> [(array, dtype code), ...] for an op "
+      "Registers bridge(op, args, returns, outputs, device) -> [(array or borrowed device "
+      "handle, dtype code), ...] for an op "
       "(aotishim.register_custom_op wraps the user's function).");
   m.def("unregister_custom_op", [](const std::string& name) { return unregister_custom_op(name); },
         py::arg("name"));

@@ -480,6 +480,10 @@ class DeviceTensor {
 
 }  // namespace
 
+py::object device_tensor(AtenTensorHandle handle) {
+  return py::cast(DeviceTensor(from_handle(handle)));
+}
+
 void bind_dlpack(py::module_& m) {
   m.def("borrow_dlpack", &borrow_capsule, py::arg("capsule"), py::arg("device"),
         "Borrows a DLPack capsule's tensor on `device` (no copy); returns a handle.");

@@ -3,6 +3,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include "aotishim/c_shim.h"
+
 namespace aotishim::python {
 
 void bind_errors(pybind11::module_& m);  // ShimError
@@ -14,5 +16,9 @@ void bind_sim(pybind11::module_& m);     // sim device controls
 void bind_dlpack(pybind11::module_& m);  // DLPack exchange with other libraries
 void bind_custom_ops(pybind11::module_& m);  // custom ops written in Python
 void bind_host_metal(pybind11::module_& m);  // host Metal shaders (AOTISHIM_METAL_HOST builds)
+
+// A DeviceTensor (bind_dlpack.cpp) holding `handle`'s storage: exported to
+// other libraries through DLPack; the caller still deletes the handle.
+pybind11::object device_tensor(AtenTensorHandle handle);
 
 }  // namespace aotishim::python
