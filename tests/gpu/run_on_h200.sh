@@ -8,7 +8,9 @@
 #   time and memory against torch's loader; "pair": the two-model
 #   aotishim-vs-torch-runner comparison; "profile": where a run's host time
 #   goes, PROFILE_MODELS=a,b of the bench's cache; "kernels": kernel against
-#   call time per side, KERNEL_MODELS=a,b KERNEL_SIDES=..., KERNELS_S)
+#   call time per side, KERNEL_MODELS=a,b KERNEL_SIDES=..., KERNELS_S;
+#   "opsbench": the cuda fallback ops one by one against torch eager,
+#   cuda_ops.md/.json/.png, TIMEOUT_OPSBENCH)
 #   TIMEOUT_<PHASE>=seconds
 #   TEST_GROUPS="device cublas_legacy models graphs multi dlpack constants ops newops torchvision zoo heuristic legacy" (default: all):
 #   which groups of tests/gpu the test phase runs
@@ -211,14 +213,16 @@ if has test; then
     tests/gpu/test_cuda_conv_families.py
   # The random family, int8 products, bags and histc, FFT, sort, scans,
   # pointwise ops, padding, norms, distances, linalg, indexing and scatter,
-  # order statistics and pooling on cuda, and the OpInfo samples of every op
-  # with a cuda kernel.
+  # order statistics and pooling on cuda, Python custom ops in a cuda model,
+  # the CPU suite's compiled op models compiled for cuda, and the OpInfo
+  # samples of every op with a cuda kernel.
   group newops && t pytest_newops.log "${TIMEOUT_TEST:-420}" tests/gpu/test_cuda_random.py \
     tests/gpu/test_cuda_int8_mm.py tests/gpu/test_cuda_bags_histc.py tests/gpu/test_cuda_fft.py \
     tests/gpu/test_cuda_sort_scan_pointwise.py tests/gpu/test_cuda_pad_pow_norm_distance.py \
     tests/gpu/test_cuda_linalg.py tests/gpu/test_cuda_index_scatter.py \
     tests/gpu/test_cuda_order_scan_search.py tests/gpu/test_cuda_pooling.py \
-    tests/test_opinfo.py -k cuda
+    tests/gpu/test_cuda_custom_ops.py tests/gpu/test_cuda_compiled_op_models.py \
+    tests/gpu/test_cuda_conversions.py tests/test_opinfo.py -k cuda
   # torchvision models beyond the zoo against float64; every check prints a "TV" line.
   if group torchvision; then
     t pytest_torchvision.log "${TIMEOUT_TEST:-480}" -s tests/gpu/test_cuda_torchvision.py
@@ -266,6 +270,18 @@ if has convbench; then
   step "convbench (conv_cuda.txt)" "$(cap 120 60)" \
     bash -c "$PY benchmarks/conv_cuda.py > '$OUT/conv_cuda.txt' 2>&1"
   cat "$OUT/conv_cuda.txt"
+fi
+
+if has opsbench; then
+  # aotishim's cuda fallback ops one by one against torch eager on the same
+  # tensors (benchmarks/cuda_ops_vs_eager.py): µs per call, ratio, max error.
+  # It starts no op after its budget, so the table completes within the cap.
+  limit=$(cap "${TIMEOUT_OPSBENCH:-150}" 60)
+  step "opsbench (table cuda_ops.md, log cuda_ops.log)" "$limit" \
+    bash -c "$PY benchmarks/cuda_ops_vs_eager.py --budget-s $((limit > 100 ? limit - 50 : limit / 2)) \
+      --out '$OUT/cuda_ops.md' --json '$OUT/cuda_ops.json' --chart '$OUT/cuda_ops.png' \
+      > '$OUT/cuda_ops.log' 2>&1"
+  tail -45 "$OUT/cuda_ops.log"
 fi
 
 if has bench; then
