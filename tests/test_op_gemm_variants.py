@@ -205,3 +205,33 @@ def test_compiled_int8_dynamic_linear_matches_eager(model_cache):
     weight = torch.randint(-128, 128, (64, 32), generator=g, dtype=torch.int8)
     x = torch.randn(24, 64, generator=g)
     check_model(model_cache, "op_int_mm", Int8DynamicLinear(weight), (x,), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("a_layout", ["row", "column"])
+@pytest.mark.parametrize("b_layout", ["row", "transposed"])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+@pytest.mark.parametrize("k,n", [(7, 5), (300, 700), (1024, 1030)])
+def test_single_row_products_match_float64(dtype, a_layout, b_layout, beta, k, n):
+    """One row of output (a decoder's token) runs as a matrix-vector product
+    split over column blocks: every operand layout, beta 0 over a NaN-filled
+    output (not read) and beta 0.5 (read and scaled), sizes above the split
+    and scratch-block thresholds."""
+    g = torch.Generator().manual_seed(k + n)
+    # op(A) is 1 x k: a row, or a column of a wider matrix read transposed
+    a = (torch.randn(1, k, generator=g, dtype=dtype) if a_layout == "row"
+         else torch.randn(k, 3, generator=g, dtype=dtype)[:, 1:2].t())
+    # op(B) is k x n: row-major, or the transpose of an n x k matrix (a linear weight)
+    b = (torch.randn(k, n, generator=g, dtype=dtype) if b_layout == "row"
+         else torch.randn(n, k, generator=g, dtype=dtype).t())
+    self = torch.randn(1, n, generator=g, dtype=dtype)
+    out = shim.empty_strided([1, n], None, str(dtype).split(".")[1])
+    try:
+        shim.call_op("fill__Scalar", out, float("nan"), entry="cpu")
+        shim.call_op("addmm_out", out, to_shim(self), to_shim(a), to_shim(b), beta, 1.5,
+                     entry="cpu")
+        want = beta * self.double() + 1.5 * (a.double() @ b.double())
+        tol = 2e-5 if dtype == torch.float32 else 1e-12
+        torch.testing.assert_close(to_torch(out).double(), want, rtol=tol, atol=tol * k ** 0.5)
+    finally:
+        shim.delete(out)

@@ -52,6 +52,59 @@ void call(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, 
                            c, ldc);
 }
 
+void gemv(bool trans, int rows, int cols, float alpha, const float* a, int lda, const float* x,
+          int incx, float* y) {
+  AOTISHIM_CBLAS_FN(sgemv)(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, rows, cols, alpha,
+                           a, lda, x, incx, 0.0f, y, 1);
+}
+void gemv(bool trans, int rows, int cols, double alpha, const double* a, int lda, const double* x,
+          int incx, double* y) {
+  AOTISHIM_CBLAS_FN(dgemv)(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, rows, cols, alpha,
+                           a, lda, x, incx, 0.0, y, 1);
+}
+
+// One row of C (a decoder's token, a batch of one): c = alpha * op(B)^T a +
+// beta * c as a matrix-vector product. sgemm with m = 1 packs all of B on
+// every call, as much memory traffic as the product itself; gemv streams B
+// once. Columns are split over the OpenMP team like gemm_split's.
+template <typename T>
+void row_product(bool ta, bool tb, int n, int k, T alpha, const T* a, int lda, const T* b,
+                 int ldb, T beta, T* c) {
+  const int incx = ta ? lda : 1;  // op(A)'s one row: A's row, or A's column
+  // c[lo, lo + len) = alpha * op(B)[:, lo, lo + len)^T a, into zeroed
+  // memory: gemv's beta == 0 may scale what is there (NaN must not survive).
+  auto product = [&](int64_t lo, int len, T* out) {
+    std::fill(out, out + len, T(0));
+    if (tb) {  // op(B) is k x n: B stored n x k, or B itself (k x n) read transposed
+      gemv(false, len, k, alpha, b + lo * ldb, ldb, a, incx, out);
+    } else {
+      gemv(true, k, len, alpha, b + lo, ldb, a, incx, out);
+    }
+  };
+  auto columns = [&](int64_t lo, int64_t hi) {
+    if (beta == T(0)) {  // C's old values are never read
+      product(lo, static_cast<int>(hi - lo), c + lo);
+      return;
+    }
+    T scratch[256];
+    for (int64_t at = lo; at < hi; at += 256) {
+      const int len = static_cast<int>(std::min<int64_t>(256, hi - at));
+      product(at, len, scratch);
+      for (int j = 0; j < len; ++j) c[at + j] = beta * c[at + j] + scratch[j];
+    }
+  };
+  const int64_t work = int64_t{n} * k;
+  if (!kSplitOnOpenMP || work < kMinSplitWork || cpu::in_parallel_region()) {
+    columns(0, n);
+    return;
+  }
+  const int64_t blocks = (n + kColumnAlign - 1) / kColumnAlign;
+  const int64_t grain = std::max<int64_t>(1, kMinSplitWork / 2 / (int64_t{k} * kColumnAlign));
+  cpu::parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
+    columns(begin * kColumnAlign, std::min<int64_t>(n, end * kColumnAlign));
+  });
+}
+
 // Splits C into column blocks (each thread reads all of A and its columns of
 // B) or row blocks (all of B, its rows of A), whichever dimension is longer,
 // and runs one single-threaded GEMM per block.
@@ -59,6 +112,10 @@ template <typename T>
 void gemm_split(bool ta, bool tb, int m, int n, int k, T alpha, const T* a, int lda, const T* b,
                 int ldb, T beta, T* c, int ldc) {
   keep_blas_on_caller_thread();
+  if (m == 1 && k > 0) {
+    row_product(ta, tb, n, k, alpha, a, lda, b, ldb, beta, c);
+    return;
+  }
   const int64_t work = int64_t{m} * n * k;
   if (!kSplitOnOpenMP || work < kMinSplitWork || cpu::in_parallel_region()) {
     call(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
