@@ -154,6 +154,26 @@ def test_wrong_results_are_clear_errors(net_so, registered, bad, message):
     assert model.leaks == []
 
 
+class _CudaProducer:
+    """What a torch cuda tensor shows a cpu model's implementation: a DLPack
+    producer on device (kDLCUDA, 0)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("a cpu model must not import a device tensor")
+
+
+def test_device_result_of_a_cpu_model_is_a_clear_error(net_so, registered):
+    aotishim.register_custom_op(SPLIT_STATS, lambda x: (_CudaProducer(), x.sum(0, dtype=np.float64)))
+    x, y = inputs(4)
+    with aotishim.load(net_so) as model:
+        with pytest.raises(aotishim.ModelError, match="is a device tensor; a cpu model takes host arrays"):
+            model(x.numpy(), y.numpy())
+    assert model.leaks == []
+
+
 def test_runs_from_threads(net_so, registered):
     cases = [(*inputs(seed), eager(*inputs(seed))) for seed in range(4)]
     errors: list[BaseException] = []
