@@ -52,6 +52,9 @@ void call(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, 
                            c, ldc);
 }
 
+#if defined(AOTISHIM_BLAS_SCIPY_OPENBLAS)
+// (OpenBLAS only: its sgemm packs all of B even for one row of C; Accelerate
+// chooses its own path for m == 1.)
 void gemv(bool trans, int rows, int cols, float alpha, const float* a, int lda, const float* x,
           int incx, float* y) {
   AOTISHIM_CBLAS_FN(sgemv)(CblasRowMajor, trans ? CblasTrans : CblasNoTrans, rows, cols, alpha,
@@ -105,6 +108,8 @@ void row_product(bool ta, bool tb, int n, int k, T alpha, const T* a, int lda, c
   });
 }
 
+#endif  // AOTISHIM_BLAS_SCIPY_OPENBLAS
+
 // Splits C into column blocks (each thread reads all of A and its columns of
 // B) or row blocks (all of B, its rows of A), whichever dimension is longer,
 // and runs one single-threaded GEMM per block.
@@ -112,10 +117,12 @@ template <typename T>
 void gemm_split(bool ta, bool tb, int m, int n, int k, T alpha, const T* a, int lda, const T* b,
                 int ldb, T beta, T* c, int ldc) {
   keep_blas_on_caller_thread();
+#if defined(AOTISHIM_BLAS_SCIPY_OPENBLAS)
   if (m == 1 && k > 0) {
     row_product(ta, tb, n, k, alpha, a, lda, b, ldb, beta, c);
     return;
   }
+#endif
   const int64_t work = int64_t{m} * n * k;
   if (!kSplitOnOpenMP || work < kMinSplitWork || cpu::in_parallel_region()) {
     call(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
