@@ -14,6 +14,11 @@
 #   TIMEOUT_<PHASE>=seconds
 #   TEST_GROUPS="device cublas_legacy models graphs multi dlpack constants ops newops torchvision zoo heuristic legacy" (default: all):
 #   which groups of tests/gpu the test phase runs
+#   A machine without internet access needs scipy-openblas32 (the CPU BLAS
+#   the build links) and, for the tests, expecttest and pytest-xdist as
+#   wheels in .whl/ at the repository root (pip download --no-deps
+#   --python-version 3.12 --platform manylinux2014_x86_64 ...): the build
+#   phase installs .whl/*.whl when scipy_openblas32 is missing.
 #   TOTAL_S=540: the whole run's time; each phase gets what is left of it, and
 #   the benchmark measures within what remains (its table always completes).
 set -u
