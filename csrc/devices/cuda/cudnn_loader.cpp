@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "devices/cuda/cudnn_api.h"
-#include "devices/cuda/library_search.h"
+#include "core/library_search.h"
 
 namespace aotishim {
 namespace cuda {

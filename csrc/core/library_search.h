@@ -1,5 +1,5 @@
-// Finding an NVIDIA library at run time (cuBLAS, cuDNN): the backend loads
-// where the library is absent, and only work that needs it reports it
+// Finding a vendor library at run time (cuBLAS, cuDNN, oneDNN): the runtime
+// loads where the library is absent, and only work that needs it reports it
 // missing, naming every place that was tried.
 #pragma once
 
@@ -7,16 +7,17 @@
 #include <string>
 #include <vector>
 
+#include "aotishim/export.h"
 #include "core/error.h"
 
 namespace aotishim {
-namespace cuda {
 
 struct LibrarySearch {
   const char* what;                  // "cuBLAS", for messages
   const char* env;                   // the override: a file, or the folder holding one
   std::vector<const char*> sonames;  // in order of preference
-  // Folders of NVIDIA's pip wheels, relative to the folder of this plugin.
+  // Folders of the vendor's pip wheels, relative to the folder of aotishim's
+  // libraries (the package folder, where the wheels install beside it).
   std::vector<const char*> wheel_dirs;
   // Libraries the chosen one loads from its own folder by soname: loaded
   // first from there when it is found outside the loader's path (optional).
@@ -32,14 +33,14 @@ struct FoundLibrary {
 // reported, not silently replaced by another copy), else the loader's search
 // path (which also finds a copy already loaded, e.g. by torch), then the
 // wheels beside the package.
-std::vector<std::string> candidate_paths(const LibrarySearch& search);
+AOTISHIM_API std::vector<std::string> candidate_paths(const LibrarySearch& search);
 
 // The first candidate that loads. Throws `why_needed` followed by every
 // candidate tried and the loader's reason for each.
-FoundLibrary load_library(const LibrarySearch& search, const std::string& why_needed);
+AOTISHIM_API FoundLibrary load_library(const LibrarySearch& search, const std::string& why_needed);
 
 // dlsym: the symbol's address in a loaded library, or null.
-void* find_symbol(void* handle, const char* symbol);
+AOTISHIM_API void* find_symbol(void* handle, const char* symbol);
 
 // A function of a loaded library; a missing required one is an error naming
 // the library and the symbol.
@@ -63,5 +64,4 @@ const Api& load_once(Api (*load)()) {
   return *loaded;
 }
 
-}  // namespace cuda
 }  // namespace aotishim

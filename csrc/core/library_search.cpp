@@ -1,4 +1,4 @@
-#include "devices/cuda/library_search.h"
+#include "core/library_search.h"
 
 #include <dlfcn.h>
 
@@ -7,7 +7,6 @@
 #include "core/library_path.h"
 
 namespace aotishim {
-namespace cuda {
 
 namespace {
 
@@ -16,8 +15,8 @@ bool is_directory_like(const std::string& p) {
   return !p.empty() && (p.back() == '/' || p.find(".so") == std::string::npos);
 }
 
-// This plugin's folder: the wheels are installed beside the package.
-std::string plugin_directory() {
+// The folder of aotishim's libraries: the wheels are installed beside the package.
+std::string package_directory() {
   return directory_of(library_file_of(reinterpret_cast<const void*>(&candidate_paths)));
 }
 
@@ -47,7 +46,7 @@ std::vector<std::string> candidate_paths(const LibrarySearch& search) {
     return out;
   }
   for (const char* name : search.sonames) out.push_back(name);
-  const std::string dir = plugin_directory();
+  const std::string dir = package_directory();
   if (!dir.empty()) {
     for (const char* sub : search.wheel_dirs)
       for (const char* name : search.sonames) out.push_back(dir + sub + name);
@@ -69,5 +68,4 @@ FoundLibrary load_library(const LibrarySearch& search, const std::string& why_ne
 
 void* find_symbol(void* handle, const char* symbol) { return dlsym(handle, symbol); }
 
-}  // namespace cuda
 }  // namespace aotishim
