@@ -1,9 +1,11 @@
 #include "runner/proxy_executor.h"
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 
 #include "aotishim/error.h"
+#include "core/check_failures.h"
 #include "core/copy.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -105,6 +107,50 @@ ProxyExecutor& ProxyExecutor::from_handle(AOTIProxyExecutorHandle handle) {
 
 void ProxyExecutor::call(int index, int num_ints, const int64_t* ints, int num_tensors,
                          AtenTensorHandle* tensors) const {
+  try {
+    call_checked(index, num_ints, ints, num_tensors, tensors);
+  } catch (const std::exception& e) {
+    try {
+      define_failed_outputs(index, num_tensors, tensors);
+    } catch (const std::exception&) {
+      // The call's own error is the one to report.
+    }
+    record_check_failure(e.what());
+    throw;
+  }
+}
+
+void ProxyExecutor::define_failed_outputs(int index, int num_tensors,
+                                          AtenTensorHandle* tensors) const {
+  if (index < 0 || static_cast<size_t>(index) >= bound_.size() || tensors == nullptr) return;
+  const ExternNode& node = bound_[index].node;
+  if (num_tensors < 0 || static_cast<size_t>(num_tensors) != node.input_tensors + node.outputs.size())
+    return;
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    AtenTensorHandle h = tensors[node.input_tensors + k];
+    if (h == nullptr || lookup(h, "output")->defined) continue;
+    const OpOutput& want = node.outputs[k];
+    // Unknown (dynamic) sizes: an empty tensor, the most that can be said.
+    std::vector<int64_t> sizes{0}, strides;
+    DType dtype = DType::Float32;
+    if (want.known) {
+      sizes = want.sizes;
+      for (int64_t& d : sizes) d = std::max<int64_t>(d, 0);
+      bool static_strides = want.strides.size() == sizes.size();
+      for (int64_t st : want.strides) static_strides = static_strides && st >= 0;
+      if (static_strides) strides = want.strides;
+      dtype = static_cast<DType>(want.dtype);
+    }
+    Tensor value = make_empty(device_, dtype, sizes, strides);
+    // Zero every byte the geometry reaches, as one packed run of bytes.
+    const int64_t bytes = static_cast<int64_t>(value.extent_bytes());
+    if (bytes > 0) device_.fill_zero(Tensor{value.storage, 0, {bytes}, {1}, DType::UInt8});
+    assign(h, std::move(value));
+  }
+}
+
+void ProxyExecutor::call_checked(int index, int num_ints, const int64_t* ints, int num_tensors,
+                                 AtenTensorHandle* tensors) const {
   AOTISHIM_CHECK(index >= 0 && static_cast<size_t>(index) < bound_.size(), "extern-kernel node ",
                  index, " does not exist: the package lists ", bound_.size());
   const Bound& b = bound_[index];
