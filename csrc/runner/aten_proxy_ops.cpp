@@ -40,9 +40,26 @@ std::vector<AtenTensorHandle> fft_c2r(const OpCall& call) {
   return {out};
 }
 
+// grid_sampler_3d(Tensor input, Tensor grid, int interpolation_mode,
+// int padding_mode, bool align_corners): torch 2.11's c_shim_cuda.h has no
+// entry, so its cuda code calls it this way.
+std::vector<AtenTensorHandle> grid_sampler_3d(const OpCall& call) {
+  check_arity(call, 5);
+  const OpArg& input = argument(call, 0, "input", OpArg::Kind::Tensor);
+  const OpArg& grid = argument(call, 1, "grid", OpArg::Kind::Tensor);
+  const OpArg& mode = argument(call, 2, "interpolation_mode", OpArg::Kind::Int);
+  const OpArg& padding = argument(call, 3, "padding_mode", OpArg::Kind::Int);
+  const OpArg& align = argument(call, 4, "align_corners", OpArg::Kind::Bool);
+  AtenTensorHandle out = nullptr;
+  ops::grid_sampler_3d(ops::OpCall{"grid_sampler_3d", std::nullopt}, input.tensor, grid.tensor,
+                       mode.int_value, padding.int_value, align.bool_value ? 1 : 0, &out);
+  return {out};
+}
+
 const std::map<std::string, CustomOpFn>& table() {
   static const auto* t = new std::map<std::string, CustomOpFn>{
       {"aten::_fft_c2r", fft_c2r},
+      {"aten::grid_sampler_3d", grid_sampler_3d},
   };
   return *t;
 }
