@@ -1379,7 +1379,8 @@ def _compare_gathered(got: shim.Tensor, want: torch.Tensor, values: torch.Tensor
 def _to_cpu(outputs: tuple) -> tuple:
     """torch's outputs on the cpu, each with the strides it had on its device."""
     return tuple(o if o is None or o.device.type == "cpu"
-                 else torch.empty_strided(o.shape, o.stride(), dtype=o.dtype).copy_(o)
+                 else torch.empty_strided(o.shape, o.stride(), dtype=o.dtype,
+                                          device="cpu").copy_(o)
                  for o in outputs)
 
 
@@ -1390,6 +1391,18 @@ _WIDER = {torch.float16: torch.float64, torch.bfloat16: torch.float64,
 def _upcast(inputs: dict) -> dict:
     return {n: t.to(_WIDER[t.dtype]) if t is not None and t.dtype in _WIDER else t
             for n, t in inputs.items()}
+
+
+def _reference(call: Call, inputs: dict, tdev: str) -> tuple:
+    """torch's outputs for `inputs` (on torch's `tdev`), on the cpu. A factory
+    op (no tensor inputs: hann_window) makes its output on `tdev` too: torch
+    cpu and torch cuda compute some of them differently (hann_window's step
+    for float16/bfloat16)."""
+    if any(t is not None for t in inputs.values()):
+        return _to_cpu(call.reference(inputs))
+    with torch.device(tdev):
+        outputs = call.reference(inputs)
+    return _to_cpu(outputs)
 
 
 def run_case(call: Call, layout: str, device: str) -> list[str] | None:
@@ -1410,9 +1423,11 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
     tdev = device.split(":")[0]
     on_tdev = {n: torch_on(t, tdev) for n, t in inputs.items()}
     packed_tdev = {n: torch_on(t, tdev) for n, t in packed.items()}
+    # factory references (hann_window, ...) make their tensors on the device
+    # too: torch cpu and torch cuda round some of them differently
     try:
-        want = _to_cpu(call.reference({n: packed_tdev[n] if n in call.torch_packed else t
-                                       for n, t in on_tdev.items()}))
+        want = _reference(call, {n: packed_tdev[n] if n in call.torch_packed else t
+                                 for n, t in on_tdev.items()}, tdev)
     except (RuntimeError, ValueError, IndexError):
         return None  # torch refuses these inputs: no answer to compare with
     made = []
@@ -1432,7 +1447,7 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
         else:
             got = list(result) if isinstance(result, tuple) else [result]
             made += [g for g in got if g is not None]
-        value = _to_cpu(call.reference(packed_tdev)) if call.packed_reference else want
+        value = _reference(call, packed_tdev, tdev) if call.packed_reference else want
         exact_from = packed_tdev if call.packed_reference else on_tdev
         problems = []
         for i in range(len(want)):
@@ -1450,7 +1465,7 @@ def run_case(call: Call, layout: str, device: str) -> list[str] | None:
                                                not call.out)
                 continue
             problems += _compare(i, got[i], want[i], value[i], not call.out,
-                                 lambda: _to_cpu(call.reference(_upcast(exact_from))))
+                                 lambda: _reference(call, _upcast(exact_from), tdev))
         return problems
     finally:
         for t in made:

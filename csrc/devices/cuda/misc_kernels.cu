@@ -30,14 +30,15 @@ __device__ __forceinline__ double hyperbolic_tangent(double x) { return ::tanh(x
 // ---------------------------------------------------------------- hann_window
 
 // torch: arange(n) in the dtype, mul_(2 pi / (n - 1)), cos_(), mul_(-0.5),
-// add_(0.5), each result stored in the dtype. The scalar 2 pi / (n - 1) is
-// rounded to the dtype first (torch's TensorIterator casts a cpu scalar to
-// the common dtype on cpu and cuda alike): for float16 and bfloat16 that
-// rounding moves the angles, and torch's windows carry it.
+// add_(0.5), each result stored in the dtype. torch cuda's mul reads the
+// double scalar 2 pi / (n - 1) at the math type (float for the 16-bit
+// floats), not rounded to the dtype first as torch's cpu kernels do: for
+// float16 and bfloat16 the two windows differ, and each device's follows
+// its own torch (tests/gpu/test_cuda_pad_pow_norm_distance.py).
 template <typename T>
 __global__ void hann_window_kernel(T* out, int64_t count, int64_t stride, double step) {
   using V = opmath_of<T>;
-  const V step_v = rounded_as<T>(static_cast<V>(step));
+  const V step_v = static_cast<V>(step);
   const int64_t grid_step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += grid_step) {
