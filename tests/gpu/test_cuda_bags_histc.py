@@ -123,7 +123,8 @@ def test_histc_matches_torch_cuda(dtype):
     g = torch.Generator(device="cuda").manual_seed(4)
     x = (torch.randn(100_000, generator=g, device="cuda") * 3).to(dtype)
     check_histc(x, 100, 0, 0)  # the data's own range, reduced on the device
-    check_histc(x, 7, -2, 2.5)
+    check_histc(x, 7, -2, 2.5)  # counted per block in shared memory
+    check_histc(x, 10_000, -6, 6)  # more bins than shared memory holds: global counters
     check_histc(x.view(100, 1000).t(), 13, -1, 1)  # a transposed view
     check_histc(torch.arange(11, device="cuda", dtype=dtype), 10, 0, 10)  # every edge
     check_histc(torch.full((5,), 3.0, device="cuda", dtype=dtype), 4, 0, 0)  # one value: [2, 4]

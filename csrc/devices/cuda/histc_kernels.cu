@@ -7,6 +7,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/histc_kernels.h"
@@ -84,6 +86,19 @@ __global__ void range_kernel(const T* self, Shape s, int64_t numel, double* part
   }
 }
 
+// The bin of element i, or -1 outside [lo, hi] (NaN included).
+template <typename T, typename Acc>
+__device__ __forceinline__ int64_t bin_of(const T* self, const Shape& s, int64_t i, int64_t bins,
+                                          Acc lo, Acc hi) {
+  const Acc x = static_cast<Acc>(to_double(self[offset_of(i, s)]));
+  if (!(x >= lo && x <= hi)) return -1;
+  int64_t bin = static_cast<int64_t>((x - lo) * static_cast<Acc>(bins) / (hi - lo));
+  if (bin >= bins) bin = bins - 1;
+  if (bin < 0) bin = 0;
+  return bin;
+}
+
+// Many bins: one global counter per bin.
 template <typename T>
 __global__ void histc_kernel(const T* self, Shape s, int64_t numel, int64_t bins, double lo_d,
                              double hi_d, unsigned long long* counts) {
@@ -92,12 +107,33 @@ __global__ void histc_kernel(const T* self, Shape s, int64_t numel, int64_t bins
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel;
        i += step) {
-    const Acc x = static_cast<Acc>(to_double(self[offset_of(i, s)]));
-    if (!(x >= lo && x <= hi)) continue;  // outside, or NaN
-    int64_t bin = static_cast<int64_t>((x - lo) * static_cast<Acc>(bins) / (hi - lo));
-    if (bin >= bins) bin = bins - 1;
-    if (bin < 0) bin = 0;
-    atomicAdd(&counts[bin], 1ULL);
+    const int64_t bin = bin_of(self, s, i, bins, lo, hi);
+    if (bin >= 0) atomicAdd(&counts[bin], 1ULL);
+  }
+}
+
+// Up to kSharedBins bins: each block counts into shared memory and adds its
+// totals once per bin, so a million elements over a hundred bins do not
+// all contend for the same hundred global counters.
+constexpr int kSharedBins = 8192;  // 32 KiB of 32-bit counters
+constexpr int kSharedBlocks = 1024;
+template <typename T>
+__global__ void histc_shared_kernel(const T* self, Shape s, int64_t numel, int bins, double lo_d,
+                                    double hi_d, unsigned long long* counts) {
+  extern __shared__ unsigned int local[];
+  using Acc = typename AccOf<T>::type;
+  const Acc lo = static_cast<Acc>(lo_d), hi = static_cast<Acc>(hi_d);
+  for (int b = threadIdx.x; b < bins; b += blockDim.x) local[b] = 0;
+  __syncthreads();
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel;
+       i += step) {
+    const int64_t bin = bin_of(self, s, i, bins, lo, hi);
+    if (bin >= 0) atomicAdd(&local[bin], 1u);
+  }
+  __syncthreads();
+  for (int b = threadIdx.x; b < bins; b += blockDim.x) {
+    if (local[b] != 0) atomicAdd(&counts[b], static_cast<unsigned long long>(local[b]));
   }
 }
 
@@ -129,9 +165,18 @@ void run_range(const StridedView& self, const Shape& s, int64_t numel, double* p
 template <typename T>
 void run_histc(const StridedView& self, const Shape& s, int64_t numel, int64_t bins, double lo,
                double hi, unsigned long long* counts, const StridedView& out, cudaStream_t stream) {
-  if (numel > 0)
-    histc_kernel<T><<<blocks_for(numel), kThreads, 0, stream>>>(static_cast<const T*>(self.data),
-                                                                s, numel, bins, lo, hi, counts);
+  const T* data = static_cast<const T*>(self.data);
+  const int blocks = blocks_for(numel);
+  // A block's shared counters are 32-bit: at most 2^32 - 1 elements each.
+  const bool shared = bins <= kSharedBins &&
+                      numel / std::min(blocks, kSharedBlocks) < (int64_t{1} << 31);
+  if (numel > 0 && shared) {
+    histc_shared_kernel<T><<<std::min(blocks, kSharedBlocks), kThreads,
+                             static_cast<size_t>(bins) * sizeof(unsigned int), stream>>>(
+        data, s, numel, static_cast<int>(bins), lo, hi, counts);
+  } else if (numel > 0) {
+    histc_kernel<T><<<blocks, kThreads, 0, stream>>>(data, s, numel, bins, lo, hi, counts);
+  }
   store_counts_kernel<T><<<blocks_for(bins), kThreads, 0, stream>>>(
       counts, bins, static_cast<T*>(out.data), out.strides[0]);
 }

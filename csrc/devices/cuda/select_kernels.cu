@@ -7,13 +7,11 @@
 #include <cuda_runtime.h>
 
 #include <climits>
-#include <cub/device/device_segmented_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
 
 #include "core/error.h"
 #include "devices/cuda/cuda_check.h"
+#include "devices/cuda/row_radix_sort.cuh"
 #include "devices/cuda/cuda_kernels.h"
 #include "devices/cuda/select_kernels.h"
 
@@ -28,11 +26,6 @@ int blocks_for(int64_t n) {
   int64_t b = (n + kThreads - 1) / kThreads;
   return static_cast<int>(b < 1 ? 1 : (b > 65535 ? 65535 : b));
 }
-
-struct RowStart {
-  int64_t n;
-  __host__ __device__ int64_t operator()(int64_t r) const { return r * n; }
-};
 
 template <typename T> __device__ __forceinline__ bool is_nan(T v) { return false; }
 template <> __device__ __forceinline__ bool is_nan(float v) { return isnan(v); }
@@ -73,17 +66,10 @@ void sort_rows(const void* keys_in, void* keys_out, int64_t* idx_out, int64_t ro
   prepare_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const T*>(keys_in),
                                                                   keys, idx, total, n);
   AOTISHIM_CUDA_CHECK(cudaGetLastError());
-  auto begin = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowStart{n});
-  auto end = begin + 1;
-  const int items = static_cast<int>(total), segments = static_cast<int>(rows);
   size_t bytes = 0;
   auto sort = [&](void* temp) {
-    return descending ? cub::DeviceSegmentedRadixSort::SortPairsDescending(
-                            temp, bytes, keys, static_cast<T*>(keys_out), idx, idx_out, items,
-                            segments, begin, end, 0, static_cast<int>(sizeof(T) * 8), stream)
-                      : cub::DeviceSegmentedRadixSort::SortPairs(
-                            temp, bytes, keys, static_cast<T*>(keys_out), idx, idx_out, items,
-                            segments, begin, end, 0, static_cast<int>(sizeof(T) * 8), stream);
+    return sort_rows_by_key(temp, bytes, keys, static_cast<T*>(keys_out), idx, idx_out, rows, n,
+                            descending, stream);
   };
   AOTISHIM_CUDA_CHECK(sort(nullptr));
   void* temp = scratch(bytes > 0 ? bytes : 1);

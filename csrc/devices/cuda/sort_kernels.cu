@@ -1,20 +1,19 @@
 // sort: keys are made canonical first (every NaN the quiet NaN of its sign,
 // so, in the radix sort's bit order as in torch cuda's, a positive NaN sorts
 // above +inf and a negative one below -inf; -0.0 made 0.0, so the two compare
-// equal and keep their order), CUB's segmented radix sort (stable, ascending or
-// descending) orders them with their positions, and the values are then
-// gathered from the input by those positions, so each keeps its own bits.
+// equal and keep their order), CUB's radix sort (stable, ascending or
+// descending; row_radix_sort.cuh) orders them with their positions, and the
+// values are then gathered from the input by those positions, so each keeps
+// its own bits.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <climits>
-#include <cub/device/device_segmented_radix_sort.cuh>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
 
 #include "core/error.h"
 #include "devices/cuda/cuda_check.h"
+#include "devices/cuda/row_radix_sort.cuh"
 #include "devices/cuda/sort_kernels.h"
 #include "devices/cuda/launch_grid.h"
 
@@ -67,11 +66,6 @@ __global__ void gather_kernel(const T* in, const int64_t* idx, T* out, int64_t t
     out[i] = in[(i / n) * n + idx[i]];
 }
 
-struct RowStart {
-  int64_t n;
-  __host__ __device__ int64_t operator()(int64_t r) const { return r * n; }
-};
-
 template <typename T>
 void sort_rows(const void* data, void* values_out, int64_t* idx_out, int64_t rows, int64_t n,
                bool descending, const SortScratch& scratch, cudaStream_t stream) {
@@ -82,17 +76,10 @@ void sort_rows(const void* data, void* values_out, int64_t* idx_out, int64_t row
   int64_t* idx = static_cast<int64_t*>(scratch(static_cast<size_t>(total) * sizeof(int64_t)));
   prepare_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(in, keys, idx, total, n);
   AOTISHIM_CUDA_CHECK(cudaGetLastError());
-  auto begin = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0), RowStart{n});
-  auto end = begin + 1;
-  const int items = static_cast<int>(total), segments = static_cast<int>(rows);
   size_t bytes = 0;
   auto sort = [&](void* temp) {
-    return descending ? cub::DeviceSegmentedRadixSort::SortPairsDescending(
-                            temp, bytes, keys, sorted_keys, idx, idx_out, items, segments, begin,
-                            end, 0, static_cast<int>(sizeof(T) * 8), stream)
-                      : cub::DeviceSegmentedRadixSort::SortPairs(
-                            temp, bytes, keys, sorted_keys, idx, idx_out, items, segments, begin,
-                            end, 0, static_cast<int>(sizeof(T) * 8), stream);
+    return sort_rows_by_key(temp, bytes, keys, sorted_keys, idx, idx_out, rows, n, descending,
+                            stream);
   };
   AOTISHIM_CUDA_CHECK(sort(nullptr));
   void* temp = scratch(bytes > 0 ? bytes : 1);
