@@ -136,6 +136,54 @@ def test_masks_in_the_query_dtype_and_as_views(dtype, tol):
     check(q, k, v, mask=torch.randn(24, 40, generator=g).to(dtype), causal=True, tol=tol)
 
 
+def reference(q, k, v, mask, causal, scale):
+    """Attention in float64, with the kernel's conventions where torch's
+    softmax has none: a row with every key masked gives zeros (logsumexp
+    -inf), a NaN score makes its row NaN."""
+    q, k, v, mask = (t.double() for t in (q, k, v, mask))
+    s = q @ k.transpose(-2, -1) * scale + mask
+    if causal:
+        L, S = s.shape[-2:]
+        s = s.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(1), float("-inf"))
+    lse = torch.logsumexp(s, -1)
+    p = torch.exp(s - lse.unsqueeze(-1)).nan_to_num(nan=0.0)
+    nan_rows = s.isnan().any(-1)
+    out = (p @ v).masked_fill(nan_rows.unsqueeze(-1), float("nan"))
+    return out, lse.masked_fill(nan_rows, float("nan"))
+
+
+@pytest.mark.parametrize("S", [1, 7, 15, 17, 33, 130, 200])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_softmax_rows_edge_scores(S, causal, dtype):
+    """The rows' maximum and exponentials (vectorised where the CPU allows)
+    on rows of any length, against float64: masked keys (-inf), whole rows
+    masked, scores far below the row's maximum (exp underflows, through
+    subnormals in float32), NaN, and a scale that spreads scores over tens."""
+    L = 20
+    q, k, v = qkv(1, 3, L, S, 16, seed=11)
+    q, k, v = (t.to(dtype) for t in (q, k, v))
+    g = torch.Generator().manual_seed(S)
+    mask = torch.randn(1, 3, L, S, generator=g).to(dtype)
+    mask[torch.rand(mask.shape, generator=g) < 0.3] = float("-inf")
+    far = torch.rand(mask.shape, generator=g) < 0.2
+    mask[far] = -torch.tensor([87.0, 95.0, 104.0, 150.0, 1e4], dtype=dtype)[
+        torch.randint(0, 5, (int(far.sum()),), generator=g)]
+    mask[0, 0, 3] = float("-inf")  # every key masked
+    if S > 1:  # NaN beside a finite score of its tile (a NaN with no finite score in
+        # or before its key tile is dropped with that tile's masked scores)
+        mask[0, 1, 5, 0], mask[0, 1, 5, S // 2] = 0.0, float("nan")
+        # in the last tile's tail (or causally masked: no NaN)
+        mask[0, 2, 7, S - 2], mask[0, 2, 7, S - 1] = 0.0, float("nan")
+    mask[0, 2, 9, :] = -100.0  # every score far below 0: only the maximum's shift keeps them
+    for scale in (0.25, 2.0):
+        want_o, want_l = reference(q, k, v, mask, causal, scale)
+        o, lse = run(q, k, v, mask, causal, scale)
+        tol = 1e-10 if dtype == torch.float64 else 2e-5
+        np.testing.assert_allclose(o.numpy(), want_o.numpy(), rtol=tol, atol=tol)
+        np.testing.assert_allclose(lse.numpy(), want_l.numpy(), rtol=tol, atol=tol)
+
+
 def test_errors():
     q, k, v = qkv(1, 2, 4, 4, 8)
     with pytest.raises(ShimError, match="dropout"):
