@@ -190,26 +190,28 @@ void attention(const SdpaArgs& a) {
         for (int64_t r = 0; r < rows; ++r) {
           T* sr = s.data() + r * cols;
           const int64_t i = i0 + r;
+          // Causal: keys past query i are masked, their weights 0; the mask,
+          // maximum and exponentials need only the columns before them.
+          const int64_t live = a.causal ? std::clamp<int64_t>(i + 1 - j0, 0, cols) : cols;
+          std::fill(sr + live, sr + cols, T(0));
           if (a.has_mask) {
             const Tensor& mk = a.mask;
             const char* mrow = mk.data() + (b * mk.strides[0] + h * mk.strides[1] +
                                             i * mk.strides[2] + j0 * mk.strides[3]) *
                                                static_cast<int64_t>(mk.itemsize());
-            apply_mask_row(sr, cols, mrow, mk.strides[3], mk.dtype);
+            apply_mask_row(sr, live, mrow, mk.strides[3], mk.dtype);
           }
-          if (a.causal)
-            for (int64_t c = std::max<int64_t>(0, i + 1 - j0); c < cols; ++c) sr[c] = neg_inf;
           T tile_max = neg_inf;
-          for (int64_t c = 0; c < cols; ++c) tile_max = std::max(tile_max, sr[c]);
+          for (int64_t c = 0; c < live; ++c) tile_max = std::max(tile_max, sr[c]);
           const T new_max = std::max(m[r], tile_max);
           // All scores so far masked: nothing to add yet (and exp(-inf - -inf) is NaN).
           if (new_max == neg_inf) {
-            std::fill(sr, sr + cols, T(0));
+            std::fill(sr, sr + live, T(0));
             continue;
           }
           const T correction = std::exp(m[r] - new_max);  // 0 when m[r] was -inf
           T sum = 0;
-          for (int64_t c = 0; c < cols; ++c) {
+          for (int64_t c = 0; c < live; ++c) {
             sr[c] = std::exp(sr[c] - new_max);
             sum += sr[c];
           }
