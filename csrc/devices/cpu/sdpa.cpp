@@ -4,18 +4,21 @@
 // running sum and output rescaled when the maximum grows, and P V added by a
 // second GEMM. Memory is O(tile^2) whatever the sequence length. Everything
 // accumulates in float (double for float64 inputs); views are read where they
-// lie, element by element, into packed tiles.
+// lie, element by element, into packed tiles. A float row's maximum and
+// exponentials run in vector registers (softmax_rows.h).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
 #include "core/half.h"
 #include "devices/cpu/blas.h"
 #include "devices/cpu/parallel.h"
+#include "devices/cpu/softmax_rows.h"
 #include "ops/sdpa.h"
 
 namespace aotishim {
@@ -120,6 +123,34 @@ void store_row(char* orow, int64_t step, DType dtype, const T* o, int64_t Ev, T 
   for (int64_t e = 0; e < Ev; ++e) store(orow + e * step * item, dtype, o[e] * inv);
 }
 
+// The largest of sr[0, cols) (NaNs skipped), then sr[c] = exp(sr[c] - max)
+// and their sum: float rows in vector registers where the CPU has them
+// (softmax_rows.h), double rows in these loops.
+template <typename T>
+T row_max(const T* sr, int64_t cols) {
+  if constexpr (std::is_same_v<T, float>) {
+    return cpu::row_max(sr, cols);
+  } else {
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t c = 0; c < cols; ++c) m = std::max(m, sr[c]);
+    return m;
+  }
+}
+
+template <typename T>
+T exp_sum(T* sr, int64_t cols, T max) {
+  if constexpr (std::is_same_v<T, float>) {
+    return cpu::exp_sum(sr, cols, max);
+  } else {
+    T sum = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      sr[c] = std::exp(sr[c] - max);
+      sum += sr[c];
+    }
+    return sum;
+  }
+}
+
 // Row i of the softmax weights, exp(score - lse), from the packed query row:
 // a second pass over the keys, once the row's logsumexp is known. Masked keys
 // and rows with no key left get 0.
@@ -201,20 +232,14 @@ void attention(const SdpaArgs& a) {
                                                static_cast<int64_t>(mk.itemsize());
             apply_mask_row(sr, live, mrow, mk.strides[3], mk.dtype);
           }
-          T tile_max = neg_inf;
-          for (int64_t c = 0; c < live; ++c) tile_max = std::max(tile_max, sr[c]);
-          const T new_max = std::max(m[r], tile_max);
+          const T new_max = std::max(m[r], row_max(sr, live));
           // All scores so far masked: nothing to add yet (and exp(-inf - -inf) is NaN).
           if (new_max == neg_inf) {
             std::fill(sr, sr + live, T(0));
             continue;
           }
           const T correction = std::exp(m[r] - new_max);  // 0 when m[r] was -inf
-          T sum = 0;
-          for (int64_t c = 0; c < live; ++c) {
-            sr[c] = std::exp(sr[c] - new_max);
-            sum += sr[c];
-          }
+          const T sum = exp_sum(sr, live, new_max);
           l[r] = l[r] * correction + sum;
           m[r] = new_max;
           if (correction != T(1))
