@@ -170,8 +170,10 @@ def test_softmax_rows_edge_scores(S, causal, dtype):
     mask[far] = -torch.tensor([87.0, 95.0, 104.0, 150.0, 1e4], dtype=dtype)[
         torch.randint(0, 5, (int(far.sum()),), generator=g)]
     mask[0, 0, 3] = float("-inf")  # every key masked
-    if S > 1:  # NaN beside a finite score of its tile (a NaN with no finite score in
-        # or before its key tile is dropped with that tile's masked scores)
+    mask[0, 0, 13, :] = float("nan")  # every score NaN
+    mask[0, 1, 12, :] = float("-inf")  # a NaN with no finite score before it: the
+    mask[0, 1, 12, 0] = float("nan")  # row is NaN (it was once dropped as masked)
+    if S > 1:  # NaN beside a finite score of its tile
         mask[0, 1, 5, 0], mask[0, 1, 5, S // 2] = 0.0, float("nan")
         # in the last tile's tail (or causally masked: no NaN)
         mask[0, 2, 7, S - 2], mask[0, 2, 7, S - 1] = 0.0, float("nan")

@@ -235,6 +235,13 @@ void attention(const SdpaArgs& a) {
           const T new_max = std::max(m[r], row_max(sr, live));
           // All scores so far masked: nothing to add yet (and exp(-inf - -inf) is NaN).
           if (new_max == neg_inf) {
+            // row_max skips NaN; a NaN score here is the first non-masked one,
+            // and it makes the row NaN as torch's softmax does (the NaN maximum
+            // carries it through later tiles; o carries it to the output).
+            if (std::any_of(sr, sr + live, [](T x) { return x != x; })) {
+              m[r] = l[r] = std::numeric_limits<T>::quiet_NaN();
+              std::fill(o.data() + r * Ev, o.data() + (r + 1) * Ev, m[r]);
+            }
             std::fill(sr, sr + live, T(0));
             continue;
           }
