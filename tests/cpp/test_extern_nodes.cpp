@@ -12,6 +12,7 @@
 #include "aotishim/error.h"
 #include "runner/extern_nodes.h"
 #include "runner/json.h"
+#include "temp_file.h"
 
 using aotishim::OpArg;
 using aotishim::OpReturn;
@@ -60,19 +61,8 @@ TEST_CASE("json: malformed text is an error naming the place") {
                        "field must be an integer, not a string", aotishim::Error);
 }
 
-namespace {
-std::string write_temp(const std::string& text) {
-  char name[] = "/tmp/aotishim_nodes_XXXXXX";
-  const int fd = mkstemp(name);
-  REQUIRE(fd >= 0);
-  close(fd);
-  std::ofstream(name) << text;
-  return name;
-}
-}  // namespace
-
 TEST_CASE("extern nodes: argument kinds, counts and recorded layouts") {
-  const std::string path = write_temp(R"({"nodes": [
+  const std::string path = write_temp_file(R"({"nodes": [
     {"name": "buf1", "node": {"target": "ns::op.out", "inputs": [
       {"name": "x", "arg": {"as_tensor": {"name": "buf0"}}, "kind": 1},
       {"name": "xs", "arg": {"as_tensors": [{"name": "a"}, {"name": "b"}]}, "kind": 1},
@@ -121,7 +111,7 @@ TEST_CASE("extern nodes: argument kinds, counts and recorded layouts") {
 }
 
 TEST_CASE("extern nodes: malformed files name the file and the node") {
-  const std::string path = write_temp(R"({"nodes": [{"node": {"inputs": []}}]})");
+  const std::string path = write_temp_file(R"({"nodes": [{"node": {"inputs": []}}]})");
   CHECK_THROWS_WITH_AS(aotishim::runner::read_extern_nodes(path),
                        doctest::Contains("node 0 has no target"), aotishim::Error);
   std::ofstream(path) << R"({"nodes": [{"node": {"target": "a::b", "outputs": [{"as_tensor": {"name": "x"}}],

@@ -4,10 +4,7 @@
 // (zeros of the node's recorded shape) with the failure recorded for the run.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -17,27 +14,15 @@
 #include "core/device.h"
 #include "runner/extern_nodes.h"
 #include "runner/proxy_executor.h"
+#include "temp_file.h"
 
 using namespace aotishim;
-
-namespace {
-
-std::string write_nodes(const std::string& text) {
-  char name[] = "/tmp/aotishim_proxy_XXXXXX";
-  const int fd = mkstemp(name);
-  REQUIRE(fd >= 0);
-  close(fd);
-  std::ofstream(name) << text;
-  return name;
-}
-
-}  // namespace
 
 TEST_CASE("proxy executor: a failed op leaves its outputs as zeros and fails the run") {
   register_custom_op("aotishim_test::always_fails", [](const OpCall&) -> std::vector<AtenTensorHandle> {
     throw std::runtime_error("the implementation gave up");
   });
-  const std::string path = write_nodes(R"({"nodes": [
+  const std::string path = write_temp_file(R"({"nodes": [
     {"name": "buf1", "node": {"target": "aotishim_test::always_fails.default", "inputs": [
       {"name": "x", "arg": {"as_tensor": {"name": "buf0"}}, "kind": 1}],
      "outputs": [{"as_tensor": {"name": "buf2"}}],
