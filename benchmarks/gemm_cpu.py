@@ -9,6 +9,7 @@ for 1 and 2 threads and for each OpenBLAS kernel set this CPU can run
 OpenBLAS picks its kernels and threads when it loads.
 
     python benchmarks/gemm_cpu.py [--repeat 2000] [--coretypes Haswell,Zen] [--onednn-lib libdnnl.so]
+        [--shapes 16x64x1000,1x64x1000]   # MxKxN, instead of the MLP's three
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ import time
 from pathlib import Path
 
 SHAPES = [(32, 512, 1024), (32, 1024, 1024), (32, 1024, 256)]  # M, K, N
+
+
+def _parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    return [tuple(int(v) for v in s.split("x")) for s in text.split(",") if s]
 
 
 def _median_us(call, repeat: int) -> float:
@@ -100,7 +105,8 @@ def worker_torch(threads: int, repeat: int) -> dict:
 
 
 def run(kind: str, threads: int, repeat: int, coretype: str | None) -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+               AOTISHIM_GEMM_SHAPES=",".join("x".join(map(str, s)) for s in SHAPES))
     env.pop("OPENBLAS_CORETYPE", None)
     if coretype:
         env["OPENBLAS_CORETYPE"] = coretype
@@ -112,7 +118,9 @@ def run(kind: str, threads: int, repeat: int, coretype: str | None) -> dict:
 
 
 def main() -> int:
+    global SHAPES
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        SHAPES = _parse_shapes(os.environ["AOTISHIM_GEMM_SHAPES"])
         fn = {"openblas": worker_openblas, "onednn": worker_onednn,
               "torch": worker_torch}[sys.argv[2]]
         print(json.dumps(fn(int(sys.argv[3]), int(sys.argv[4]))))
@@ -126,7 +134,11 @@ def main() -> int:
                              "(e.g. Haswell,Zen,SkylakeX; one this CPU lacks fails)")
     parser.add_argument("--onednn-lib", help="also time oneDNN's sgemm from this libdnnl.so "
                         "(e.g. unpacked from the onednn-cpu-gomp wheel)")
+    parser.add_argument("--shapes", default="",
+                        help="MxKxN,... (x[M,K] @ W[N,K]^T) instead of the MLP's three")
     ns = parser.parse_args()
+    if ns.shapes:
+        SHAPES = _parse_shapes(ns.shapes)
 
     configs = [("torch", None)] + [("openblas", None)]
     configs += [("openblas", c) for c in ns.coretypes.split(",") if c]

@@ -57,6 +57,8 @@ void bind_stats(py::module_& m) {
     d["last_run_threads"] = s.last_run_threads;
     return d;
   });
+  m.def("set_cpu_gemm_library", &set_cpu_gemm_library, py::arg("name"));
+  m.def("cpu_gemm_library", &cpu_gemm_library);
   m.def(
       "shim_profile",
       [](bool reset) {

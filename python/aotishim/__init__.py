@@ -46,6 +46,21 @@ def shim_profile(reset: bool = False) -> list[dict]:
     return [{"name": n, "calls": c, "seconds": ns * 1e-9} for n, c, ns in _core.shim_profile(reset)]
 
 
+def set_cpu_gemm_library(name: str) -> None:
+    """Which library runs float32 GEMMs on the cpu: ``"auto"`` (the default,
+    also read from ``AOTISHIM_CPU_GEMM``: oneDNN where its OpenMP build loads,
+    from the ``onednn-cpu-gomp`` wheel or ``AOTISHIM_ONEDNN_PATH``, else the
+    BLAS), ``"onednn"`` (a ``ShimError`` naming every place tried when it does
+    not load; nothing changes then) or ``"blas"`` (OpenBLAS; Accelerate on
+    macOS). Other dtypes always use the BLAS."""
+    _core.set_cpu_gemm_library(name)
+
+
+def cpu_gemm_library() -> str:
+    """What float32 cpu GEMMs use now: ``"oneDNN 3.2.0 (OpenMP) at PATH"`` or ``"blas"``."""
+    return _core.cpu_gemm_library()
+
+
 def synchronize(device: str = "cpu") -> None:
     """Wait for all work queued on ``device``."""
     _core.synchronize(device)
@@ -93,4 +108,4 @@ def cmake_dir() -> str:
     return str(path)
 
 
-__all__ = ["DeviceTensor", "LeakWarning", "Model", "ModelError", "ModelInputError", "ShimError", "load", "cleanup_memory", "cmake_dir", "devices", "initial_seed", "manual_seed", "memory_stats", "seed", "shim", "shim_profile", "synchronize"]
+__all__ = ["DeviceTensor", "LeakWarning", "Model", "ModelError", "ModelInputError", "ShimError", "load", "cleanup_memory", "cmake_dir", "cpu_gemm_library", "devices", "initial_seed", "manual_seed", "memory_stats", "seed", "set_cpu_gemm_library", "shim", "shim_profile", "synchronize"]

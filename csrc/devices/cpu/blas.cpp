@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "devices/cpu/onednn_gemm.h"
 #include "devices/cpu/parallel.h"
 
 #if defined(AOTISHIM_BLAS_ACCELERATE)
@@ -41,6 +42,14 @@ constexpr int64_t kColumnAlign = 16, kRowAlign = 8;
 
 void call(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
+  // oneDNN where chosen and faster for this shape (onednn_gemm.h), on this
+  // thread alone, as the BLAS runs: gemm_split does the splitting.
+  if (const cpu::onednn::Sgemm sgemm = cpu::onednn::chosen_sgemm();
+      sgemm != nullptr && cpu::onednn::prefers_onednn(m, n, k)) {
+    cpu::OneThread alone;
+    if (sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == 0)
+      return;
+  }
   AOTISHIM_CBLAS_FN(sgemm)(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
                            tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta,
                            c, ldc);

@@ -23,6 +23,25 @@ inline bool in_parallel_region() {
 #endif
 }
 
+// While alive, parallel regions this thread opens get one thread (a library
+// that threads itself over OpenMP, such as oneDNN, then runs on the caller).
+class OneThread {
+ public:
+#if defined(_OPENMP)
+  OneThread() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OneThread() { omp_set_num_threads(saved_); }
+#else
+  OneThread() = default;
+#endif
+  OneThread(const OneThread&) = delete;
+  OneThread& operator=(const OneThread&) = delete;
+
+ private:
+#if defined(_OPENMP)
+  int saved_;
+#endif
+};
+
 // Calls body(begin, end) over [0, n) in chunks of at least `grain` items,
 // on several threads when there is enough work.
 template <typename Body>

@@ -94,6 +94,16 @@ struct CpuTeamStats {
 };
 AOTISHIM_API CpuTeamStats cpu_team_stats();
 
+// ---- cpu GEMM library ----
+// float32 GEMMs on the cpu run on oneDNN's sgemm where it loads (the
+// onednn-cpu-gomp wheel, or AOTISHIM_ONEDNN_PATH), else on the BLAS
+// (OpenBLAS; Accelerate on macOS). `name`: "auto" (the default, also read
+// from AOTISHIM_CPU_GEMM), "onednn" (throws, naming every place tried, when
+// it does not load) or "blas". Other dtypes always use the BLAS.
+AOTISHIM_API void set_cpu_gemm_library(const std::string& name);
+// What float32 cpu GEMMs use now: "oneDNN 3.2.0 (OpenMP) at PATH" or "blas".
+AOTISHIM_API std::string cpu_gemm_library();
+
 // ---- random numbers ----
 // The random ops (rand, randn, dropout, ...) and the random kernels Inductor
 // generates (which it seeds through randint) draw from one process-wide
