@@ -46,7 +46,7 @@ void call(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, in
   // thread alone, as the BLAS runs: gemm_split does the splitting.
   if (const cpu::onednn::Sgemm sgemm = cpu::onednn::chosen_sgemm();
       sgemm != nullptr && cpu::onednn::prefers_onednn(m, n, k)) {
-    cpu::OneThread alone;
+    [[maybe_unused]] cpu::OneThread alone;
     if (sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == 0)
       return;
   }
