@@ -31,6 +31,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "devices/cpu/parallel.h"
+#include "devices/cpu/vector_isa.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define AOTISHIM_DW_X86 1
@@ -471,24 +472,6 @@ AOTISHIM_DW_AVX2 void plane_avx2(const PlaneJob<T, S>& j, int64_t begin, int64_t
 
 // ---------------------------------------------------------------- driver
 
-enum class Isa { kBaseline, kAvx2, kAvx512 };
-
-Isa host_isa() {
-#if defined(AOTISHIM_DW_X86)
-  static const Isa isa = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl"))
-      return Isa::kAvx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
-    return Isa::kBaseline;
-  }();
-  return isa;
-#else
-  return Isa::kBaseline;
-#endif
-}
-
 template <typename Job>
 using Entry = void (*)(const Job&, int64_t, int64_t);
 
@@ -496,11 +479,11 @@ template <typename Job>
 void run_items(const Job& j, int64_t items, int64_t work_per_item, Entry<Job> baseline,
                Entry<Job> avx2, Entry<Job> avx512) {
   Entry<Job> entry = baseline;
-  switch (host_isa()) {
-    case Isa::kAvx512:
+  switch (host_vector_isa()) {
+    case VectorIsa::kAvx512:
       entry = avx512;
       break;
-    case Isa::kAvx2:
+    case VectorIsa::kAvx2:
       entry = avx2;
       break;
     default:

@@ -17,6 +17,7 @@
 // first clamped to [-104, 89], beyond which exp is 0 or +inf in float (so
 // -inf gives 0), in an order of operands that keeps NaN.
 #include "devices/cpu/softmax_rows.h"
+#include "devices/cpu/vector_isa.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // GCC 12 before 12.3 warns inside its own AVX-512 intrinsics (the
@@ -243,10 +244,11 @@ struct Kernels {
 const Kernels& kernels() {
   static const Kernels k = [] {
 #if defined(AOTISHIM_SM_X86)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return Kernels{&max_avx512, &exp_sum_avx512};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-      return Kernels{&max_avx2, &exp_sum_avx2};
+    switch (host_vector_isa()) {
+      case VectorIsa::kAvx512: return Kernels{&max_avx512, &exp_sum_avx512};
+      case VectorIsa::kAvx2: return Kernels{&max_avx2, &exp_sum_avx2};
+      case VectorIsa::kBaseline: break;
+    }
 #endif
     return Kernels{&max_scalar, &exp_sum_scalar};
   }();
