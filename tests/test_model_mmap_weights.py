@@ -251,6 +251,7 @@ def status():
     return out
 import aotishim
 x = np.ones((4, 2048), np.float32)
+aotishim.cpu_gemm_library()  # loads oneDNN (54 MB of code) where installed, before the baseline
 base = status()
 m = aotishim.load(sys.argv[1], mmap_weights=sys.argv[2] == "mmap")
 loaded = status()
