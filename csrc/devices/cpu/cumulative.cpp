@@ -107,6 +107,25 @@ int64_t as_result_int(int64_t v, DType t) {
   }
 }
 
+// The common case typed: a float32 or float64 sum or product of a tensor of
+// the result's dtype, accumulated in double as the generic loop does (the
+// same roundings), without converting each element through a dtype switch.
+template <typename T>
+void scan_line(const T* src, int64_t in_step, T* dst, int64_t out_step, int64_t len, bool sum) {
+  double acc = sum ? 0.0 : 1.0;
+  if (sum) {
+    for (int64_t k = 0; k < len; ++k) {
+      acc += static_cast<double>(src[k * in_step]);
+      dst[k * out_step] = static_cast<T>(acc);
+    }
+  } else {
+    for (int64_t k = 0; k < len; ++k) {
+      acc *= static_cast<double>(src[k * in_step]);
+      dst[k * out_step] = static_cast<T>(acc);
+    }
+  }
+}
+
 void cpu_cumulative(const CumulativeArgs& args) {
   const Tensor &out = args.out, &self = args.self;
   const int64_t dim = args.dim, rank = out.dim();
@@ -143,7 +162,15 @@ void cpu_cumulative(const CumulativeArgs& args) {
       const int64_t in_step = self.strides[dim];
       const char* src = in_base + in_off * static_cast<int64_t>(in_size);
       char* dst = out_base + out_off * static_cast<int64_t>(out_size);
-      if (is_float) {
+      const bool typed = in_t == out_t && !lse &&
+                         (out_t == DType::Float32 || out_t == DType::Float64);
+      if (typed && out_t == DType::Float32) {
+        scan_line(reinterpret_cast<const float*>(src), in_step, reinterpret_cast<float*>(dst),
+                  out_step, len, sum);
+      } else if (typed) {
+        scan_line(reinterpret_cast<const double*>(src), in_step, reinterpret_cast<double*>(dst),
+                  out_step, len, sum);
+      } else if (is_float) {
         const double start = lse ? -std::numeric_limits<double>::infinity() : sum ? 0.0 : 1.0;
         double acc = start;
         float facc = static_cast<float>(start);
