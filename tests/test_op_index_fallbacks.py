@@ -10,7 +10,7 @@ import torch
 
 from aotishim import shim
 from aotishim._core import ShimError
-from torch_views import to_shim
+from torch_views import to_shim, to_torch
 
 
 def test_bad_indices_are_refused():
@@ -29,6 +29,37 @@ def test_bad_indices_are_refused():
                                          to_shim(torch.tensor([0, 1, 2]))], entry="cpu")
     with pytest.raises(ShimError, match="must be long, int, byte or bool"):
         shim.call_op("index_Tensor", x, [to_shim(torch.tensor([0.0]))], entry="cpu")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int8,
+                                   torch.bool, torch.complex64])
+@pytest.mark.parametrize("case", ["rows", "middle", "broadcast_2d", "negative"])
+@pytest.mark.parametrize("how", ["contiguous", "offset", "gaps", "transposed"])
+def test_index_copies_whole_rows_as_torch(dtype, case, how):
+    """Lookups whose last dim is a plain run in self and out are copied row by
+    row (each index read once per row, and checked once per own element);
+    with gaps or a transposed self the element-wise gather runs. Values,
+    sizes and strides equal torch's."""
+    g = torch.Generator().manual_seed(3)
+    base = torch.randn(41 * 7 * 100 + 1, generator=g)
+    base = (base > 0) if dtype == torch.bool else base.to(dtype)
+    x = base[1:].view(41, 7, 100) if how == "offset" else base[:-1].view(41, 7, 100)
+    if how == "gaps":
+        x = torch.stack([x, x], -1)[..., 0]
+    elif how == "transposed":
+        x = x.transpose(0, 2).contiguous().transpose(0, 2)
+    idx = torch.tensor([[3, 40, 0], [7, 7, 12]])
+    indices = {"rows": [idx], "middle": [None, torch.tensor([6, 0, 2, 2])],
+               "broadcast_2d": [idx, torch.tensor([[1], [5]])],
+               "negative": [torch.tensor([-1, -41, 5])]}[case]
+    want = torch.ops.aten.index.Tensor(x, indices)
+    got = shim.call_op("index_Tensor", to_shim(x),
+                       [None if t is None else to_shim(t) for t in indices], entry="cpu")
+    assert got.sizes == list(want.shape) and got.strides == list(want.stride())
+    assert torch.equal(to_torch(got), want)
+    with pytest.raises(ShimError, match="index 41 is out of bounds for dimension 0 with size 41"):
+        shim.call_op("index_Tensor", to_shim(x), [to_shim(torch.tensor([[0], [41]]))],
+                     entry="cpu")
 
 
 def test_masked_scatter_needs_enough_source():

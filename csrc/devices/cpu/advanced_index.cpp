@@ -1,10 +1,13 @@
 // index.Tensor and masked_scatter on the host. Elements move as bytes (any
 // dtype). index checks every index first (an error must not be raised inside
-// a parallel region), then gathers in parallel over the output.
+// a parallel region), then gathers in parallel over the output, by element
+// or, where the last dim is a plain run in both, by row.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "core/error.h"
+#include "devices/cpu/index_values.h"
 #include "devices/cpu/parallel.h"
 #include "devices/cpu/typed_elements.h"
 #include "ops/advanced_index.h"
@@ -12,30 +15,31 @@
 namespace aotishim {
 namespace {
 
-int64_t load_index(const Tensor& t, int64_t off) {
-  return t.dtype == DType::Int32 ? cpu::typed<int32_t>(t)[off] : cpu::typed<int64_t>(t)[off];
-}
-
 void check_indices(const IndexArgs& a) {
-  for (size_t k = 0; k < a.indices.size(); ++k) {
-    const Tensor& t = a.indices[k];
-    const int64_t size = a.self.sizes[a.dims[k]];
-    cpu::for_each_element(t, [&](int64_t off, const std::vector<int64_t>&) {
-      const int64_t i = load_index(t, off);
-      AOTISHIM_CHECK(i >= -size && i < size, "index ", i, " is out of bounds for dimension ",
-                     a.dims[k], " with size ", size);
-    });
-  }
+  for (size_t k = 0; k < a.indices.size(); ++k)
+    cpu::check_index_values(a.indices[k], a.dims[k], a.self.sizes[a.dims[k]]);
 }
 
 void host_index(const IndexArgs& a) {
   check_indices(a);
   const Tensor& out = a.out;
-  const int64_t nd = out.dim(), numel = out.numel();
+  const int64_t numel = out.numel();
   const size_t item = out.itemsize();
   const char* self = a.self.data();
   char* dst = out.data();
-  cpu::parallel_for(numel, 4096, [&](int64_t begin, int64_t end) {
+  // Rows (an embedding lookup, x[idx] of a matrix): when no index varies
+  // along the last dim and self and out both step by one element there,
+  // each row's addresses are found once and the row copied whole.
+  int64_t nd = out.dim(), run = 1;
+  if (nd >= 2 && out.strides[nd - 1] == 1 && a.self_strides[nd - 1] == 1 &&
+      std::all_of(a.indices.begin(), a.indices.end(),
+                  [&](const Tensor& t) { return t.strides[nd - 1] == 0; })) {
+    run = out.sizes[nd - 1];
+    --nd;  // the loop below walks the rows
+  }
+  if (numel == 0) return;
+  const int64_t count = numel / run, bytes = run * static_cast<int64_t>(item);
+  cpu::parallel_for(count, std::max<int64_t>(1, 4096 / run), [&](int64_t begin, int64_t end) {
     std::vector<int64_t> pos(static_cast<size_t>(nd));
     for (int64_t e = begin; e < end; ++e) {
       int64_t rest = e, out_off = 0, self_off = 0;
@@ -50,12 +54,12 @@ void host_index(const IndexArgs& a) {
         int64_t t_off = 0;
         for (int64_t d = 0; d < nd; ++d) t_off += pos[d] * t.strides[d];
         const int64_t size = a.self.sizes[a.dims[k]];
-        int64_t i = load_index(t, t_off);
+        int64_t i = cpu::load_index(t, t_off);
         if (i < 0) i += size;
         self_off += i * a.self.strides[a.dims[k]];
       }
       std::memcpy(dst + out_off * static_cast<int64_t>(item),
-                  self + self_off * static_cast<int64_t>(item), item);
+                  self + self_off * static_cast<int64_t>(item), static_cast<size_t>(bytes));
     }
   });
 }

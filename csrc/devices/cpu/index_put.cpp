@@ -5,15 +5,12 @@
 #include <vector>
 
 #include "core/error.h"
+#include "devices/cpu/index_values.h"
 #include "devices/cpu/typed_elements.h"
 #include "ops/index_put.h"
 
 namespace aotishim {
 namespace {
-
-int64_t load_index(const Tensor& t, int64_t off) {
-  return t.dtype == DType::Int32 ? cpu::typed<int32_t>(t)[off] : cpu::typed<int64_t>(t)[off];
-}
 
 // Calls fn(target offset, values offset) for every position of the result.
 template <typename Fn>
@@ -34,7 +31,7 @@ void walk(const IndexPutArgs& a, const Fn& fn) {
       int64_t t_off = 0;
       for (int64_t d = 0; d < nd; ++d) t_off += pos[d] * t.strides[d];
       const int64_t size = a.target.sizes[p.dims[k]];
-      int64_t i = load_index(t, t_off);
+      int64_t i = cpu::load_index(t, t_off);
       if (i < 0) i += size;
       target_off += i * a.target.strides[p.dims[k]];
     }
@@ -48,13 +45,8 @@ void walk(const IndexPutArgs& a, const Fn& fn) {
 
 void check_indices(const IndexPutArgs& a) {
   for (size_t k = 0; k < a.plan.indices.size(); ++k) {
-    const Tensor& t = a.plan.indices[k];
-    const int64_t size = a.target.sizes[a.plan.dims[k]];
-    cpu::for_each_element(t, [&](int64_t off, const std::vector<int64_t>&) {
-      const int64_t i = load_index(t, off);
-      AOTISHIM_CHECK(i >= -size && i < size, "index ", i, " is out of bounds for dimension ",
-                     a.plan.dims[k], " with size ", size);
-    });
+    cpu::check_index_values(a.plan.indices[k], a.plan.dims[k],
+                            a.target.sizes[a.plan.dims[k]]);
   }
 }
 
