@@ -34,6 +34,10 @@ indices are checked through the values they pick, since ties may come in
 another order. A mismatch is flagged in its row and the op is still timed;
 an op either side refuses, or that fails, is a row saying so.
 
+GPU time (cuda only): the device time of the kernels, copies and fills
+one call queues, from torch.profiler (CUPTI) over 10 calls per side. Where
+the call time is well above it, the host is the bottleneck.
+
 TF32 is off on both sides (aotishim never uses it); each side uses its own
 defaults otherwise (cuDNN: torch's heuristics, aotishim's timed search).
 
@@ -472,6 +476,28 @@ def per_call_us(call, torch, on_cuda: bool, batches: int, batch_ms: float) -> fl
     return statistics.median(batch(n) * 1e3 / n for _ in range(batches))
 
 
+def device_us(call, torch, calls: int = 10) -> float | None:
+    """GPU time per call: the kernels, copies and fills that `calls` calls
+    queue, as CUPTI records them (torch.profiler sees every library's and
+    aotishim's work in this process, not only torch's). Against the call
+    time it tells host overhead (the call outlasting its work) from slow
+    kernels. None where the profiler records nothing."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+    total = 0.0
+    for ev in prof.events():
+        if ev.device_type == DeviceType.CUDA:
+            total += getattr(ev, "device_time", None) or getattr(ev, "cuda_time", 0.0)
+    return total / calls if total > 0 else None
+
+
 def measure(e: Env, build: Callable[[Env], Case], a) -> dict:
     """One op: build its inputs, check both sides' results once, time each
     side that ran. Every failure becomes a note of the row."""
@@ -523,6 +549,8 @@ def measure(e: Env, build: Callable[[Env], Case], a) -> dict:
             continue
         try:
             row[f"{side}_us"] = per_call_us(call, torch, on_cuda, a.batches, a.batch_ms)
+            if on_cuda and a.device_time:
+                row[f"{side}_device_us"] = device_us(call, torch)
         except Exception as err:  # noqa: BLE001
             notes.append(f"{side} timing: {short(err)}")
     if row.get("aotishim_us") and row.get("eager_us"):
@@ -542,8 +570,10 @@ def fmt_row(r: dict) -> list[str]:
     err = r.get("max_abs_err")
     error = "" if err is None else f"{err:.1e}" + ("" if r.get("match") else " MISMATCH")
     ratio = r.get("ratio")
+    ours_dev, eager_dev = r.get("aotishim_device_us"), r.get("eager_device_us")
+    device = f"{fmt_us(ours_dev)} / {fmt_us(eager_dev)}" if ours_dev and eager_dev else ""
     return [r["op"], r["shape"], fmt_us(r.get("aotishim_us")), fmt_us(r.get("eager_us")),
-            "" if ratio is None else f"{ratio:.2f}", error,
+            "" if ratio is None else f"{ratio:.2f}", device, error,
             r.get("note", "").replace("|", "\\|")]
 
 
@@ -553,8 +583,9 @@ def geomean(values: list[float]) -> float:
 
 def markdown(rows: list[dict], head: str) -> str:
     lines = [head, "",
-             "| op | shape, dtype | aotishim µs | eager µs | aotishim / eager | max error | note |",
-             "|---|---|---:|---:|---:|---:|---|"]
+             "| op | shape, dtype | aotishim µs | eager µs | aotishim / eager "
+             "| GPU µs, aotishim / eager | max error | note |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
     lines += ["| " + " | ".join(fmt_row(r)) + " |" for r in rows]
     ratios = [r["ratio"] for r in rows if r.get("ratio")]
     if ratios:
@@ -619,6 +650,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chart", type=Path, help="a PNG bar chart of the ratios (needs matplotlib)")
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                    help="cpu: a dry run without a GPU (aotishim's cpu entries, the host's clock)")
+    p.add_argument("--no-device-time", dest="device_time", action="store_false",
+                   help="skip the GPU-time column (torch.profiler over 10 calls per side)")
     p.add_argument("--small", action="store_true",
                    help="the large dimensions divided by 8: a quick check of every call")
     a = p.parse_args(argv)
@@ -664,7 +697,8 @@ def main(argv: list[str] | None = None) -> int:
             row["seconds"] = round(time.monotonic() - t0, 2)
         rows.append(row)
         cells = fmt_row(row)
-        print(f"{op:40} {shape:56} {cells[2]:>8} {cells[3]:>8} {cells[4]:>10} {cells[5]:>16} "
+        print(f"{op:40} {shape:56} {cells[2]:>8} {cells[3]:>8} {cells[4]:>10} {cells[5]:>15} "
+              f"{cells[6]:>16} "
               f"{row.get('note', '')}", flush=True)
         if a.json:
             a.json.write_text(json.dumps({"machine": machine(torch, aotishim, a), "header": head,

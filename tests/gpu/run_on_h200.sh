@@ -12,6 +12,7 @@
 #   "opsbench": the cuda fallback ops one by one against torch eager,
 #   cuda_ops.md/.json/.png, TIMEOUT_OPSBENCH)
 #   TIMEOUT_<PHASE>=seconds
+#   TEST_FILES="tests/gpu/x.py ..." TEST_K=expr: those tests first (a focused run)
 #   TEST_GROUPS="device cublas_legacy models graphs multi dlpack constants ops newops torchvision zoo heuristic legacy" (default: all):
 #   which groups of tests/gpu the test phase runs
 #   A machine without internet access needs scipy-openblas32 (the CPU BLAS
@@ -192,6 +193,11 @@ if has test; then
     tail -3 "$OUT/$log"
   }
   echo "== tests/gpu ($TEST_GROUPS)"
+  # TEST_FILES="a.py b.py" [TEST_K=expr]: those files first (a focused run).
+  if [ -n "${TEST_FILES:-}" ]; then
+    # shellcheck disable=SC2086
+    t pytest_files.log "${TIMEOUT_TEST:-300}" $TEST_FILES ${TEST_K:+-k "$TEST_K"}
+  fi
   group device && t pytest.log "${TIMEOUT_TEST:-200}" tests/gpu/test_cuda_device.py
   # The matrix products on cublasGemmStridedBatchedEx alone (cuBLASLt's fallback).
   group cublas_legacy && AOTISHIM_CUBLAS_API=legacy t pytest_cublas_legacy.log \
