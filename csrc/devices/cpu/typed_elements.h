@@ -87,12 +87,20 @@ void for_each_element(const Tensor& t, const Fn& fn) {
   }
 }
 
-// t's elements as float, packed row-major (t is float32, bfloat16 or float16).
+// t's elements as float, packed row-major (any real dtype). A contiguous t
+// is converted by plain loops in parallel (the compiler vectorises them),
+// not walked element by element.
 inline std::vector<float> packed_floats(const Tensor& t) {
   std::vector<float> out(static_cast<size_t>(t.numel()));
   visit_dtype(t.dtype, [&](auto elem) {
     using E = decltype(elem);
     const typename E::storage* data = typed<typename E::storage>(t);
+    if (t.is_contiguous()) {
+      parallel_for(t.numel(), 65536, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) out[i] = static_cast<float>(E::load(data[i]));
+      });
+      return;
+    }
     size_t i = 0;
     for_each_element(t, [&](int64_t off, const std::vector<int64_t>&) {
       out[i++] = static_cast<float>(E::load(data[off]));
@@ -107,6 +115,11 @@ inline void store_floats(const Tensor& t, const float* values) {
     using E = decltype(elem);
     using V = typename E::value;
     typename E::storage* data = typed<typename E::storage>(t);
+    if (t.is_contiguous()) {
+      const int64_t n = t.numel();
+      for (int64_t i = 0; i < n; ++i) data[i] = E::store(static_cast<V>(values[i]));
+      return;
+    }
     size_t i = 0;
     for_each_element(t, [&](int64_t off, const std::vector<int64_t>&) {
       data[off] = E::store(static_cast<V>(values[i++]));

@@ -21,8 +21,9 @@ namespace aotishim {
 namespace {
 
 // Up to this many rows the direct path runs. Measured at 4096x4096 on a
-// 2-core Xeon VM: direct 18 ms at 32 rows, the widened gemm 44 ms at 33, 49
-// at 64 and 55 at 128 (the widening costs most of it); they cross near 96.
+// 2-core Xeon VM: direct 18 ms at 32 rows and 39 at 64, the widened gemm
+// 49 ms at 65 and 63-67 at 128 (the widening costs much of it); they cross
+// near 96.
 constexpr int64_t kDirectRows = 64;
 
 // out[m * N + n] for rows m of self (packed floats, K each) against weight
@@ -106,28 +107,12 @@ void host_weight_int8pack_mm(const WeightInt8PackMmArgs& a) {
       for (int64_t n = 0; n < N; ++n) out[m * N + n] *= scales[n];
     cpu::store_floats(a.out, out.data());
   };
-  if (M <= kDirectRows && (K <= 1 || a.mat2.strides[1] == 1)) {
+  if (M <= kDirectRows && (K <= 1 || a.mat2.strides[1] == 1)) {  // packed weight rows
     direct(self, cpu::typed<int8_t>(a.mat2), a.mat2.strides[0], M, N, K, out.data());
     scale_and_store();
     return;
   }
-  std::vector<float> weight(static_cast<size_t>(N * K));
-  const int8_t* w = cpu::typed<int8_t>(a.mat2);
-  if (K <= 1 || a.mat2.strides[1] == 1) {  // packed rows: a plain (vectorised) widening
-    cpu::parallel_for(N, std::max<int64_t>(1, 65536 / std::max<int64_t>(K, 1)),
-                      [&](int64_t begin, int64_t end) {
-      for (int64_t n = begin; n < end; ++n) {
-        const int8_t* wr = w + n * a.mat2.strides[0];
-        float* dst = weight.data() + n * K;
-        for (int64_t k = 0; k < K; ++k) dst[k] = static_cast<float>(wr[k]);
-      }
-    });
-  } else {
-    size_t i = 0;
-    cpu::for_each_element(a.mat2, [&](int64_t off, const std::vector<int64_t>&) {
-      weight[i++] = static_cast<float>(w[off]);
-    });
-  }
+  const std::vector<float> weight = cpu::packed_floats(a.mat2);
   if (K > 0) {
     const int k = static_cast<int>(K);
     blas::gemm(false, true, static_cast<int>(M), static_cast<int>(N), k, 1.0f, self.data(), k,
