@@ -140,6 +140,9 @@ void cpu_cumulative(const CumulativeArgs& args) {
   const bool lse = args.kind == CumulativeKind::LogSumExp;
   const char* in_base = self.data();
   char* out_base = out.data();
+  // A float32/float64 sum or product of its own dtype: scan_line's typed loop.
+  const bool typed =
+      in_t == out_t && !lse && (out_t == DType::Float32 || out_t == DType::Float64);
 
   cpu::parallel_for(lines, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)),
                     [&](int64_t begin, int64_t end) {
@@ -162,8 +165,6 @@ void cpu_cumulative(const CumulativeArgs& args) {
       const int64_t in_step = self.strides[dim];
       const char* src = in_base + in_off * static_cast<int64_t>(in_size);
       char* dst = out_base + out_off * static_cast<int64_t>(out_size);
-      const bool typed = in_t == out_t && !lse &&
-                         (out_t == DType::Float32 || out_t == DType::Float64);
       if (typed && out_t == DType::Float32) {
         scan_line(reinterpret_cast<const float*>(src), in_step, reinterpret_cast<float*>(dst),
                   out_step, len, sum);
