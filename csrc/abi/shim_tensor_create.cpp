@@ -139,15 +139,15 @@ AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndi
                                               int64_t offset_increment, AtenTensorHandle* ret) {
   return guard(__func__, [&] {
     require_out(ret, "ret_new_tensor");
-    auto base = lookup(self, "self");
+    const Tensor& base = peek(self, "self");
     AOTISHIM_CHECK(strides_ptr != nullptr || ndim == 0, "strides pointer is null");
     std::vector<int64_t> sizes, strides;
     read_shape(ndim, sizes_ptr, strides_ptr, sizes, strides);
     int64_t storage_offset = 0;
-    AOTISHIM_CHECK(!__builtin_add_overflow(base->storage_offset, offset_increment, &storage_offset),
-                   "storage offset ", base->storage_offset, " + ", offset_increment,
+    AOTISHIM_CHECK(!__builtin_add_overflow(base.storage_offset, offset_increment, &storage_offset),
+                   "storage offset ", base.storage_offset, " + ", offset_increment,
                    " overflows int64");
-    *ret = register_tensor(make_view(*base, std::move(sizes), std::move(strides), storage_offset));
+    *ret = register_tensor(make_view(base, std::move(sizes), std::move(strides), storage_offset));
   });
 }
 

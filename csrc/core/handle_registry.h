@@ -1,6 +1,7 @@
 // Live tensor handles. A handle is an opaque token (never a pointer to
-// memory and never reused), so a stale or double-deleted handle is always
-// recognised and reported, never dereferenced.
+// memory and never given out twice), so a stale or double-deleted handle is
+// always recognised and reported, never dereferenced. Looking a handle up
+// takes no lock; creating and deleting handles do.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,9 @@ AtenTensorHandle register_tensor(Tensor tensor);
 // foreign handles. `what` names the argument in the message.
 // Exported for the backend plugins' shims (aoti_torch_cuda_*).
 AOTISHIM_API std::shared_ptr<Tensor> lookup(AtenTensorHandle handle, const char* what = "tensor");
+// The same tensor without taking a reference: for reading it within one
+// entry point, while the caller's handle keeps it alive.
+AOTISHIM_API const Tensor& peek(AtenTensorHandle handle, const char* what = "tensor");
 bool is_live(AtenTensorHandle handle);
 // Makes a live handle refer to `value` (its scope stays the handle's):
 // torch's `*tensor = result`, which the proxy executor does to the output
