@@ -41,7 +41,6 @@ struct Slot {
 
 struct ScopeList {
   uint32_t head = kNone, tail = kNone;
-  size_t count = 0;
 };
 
 struct Registry {
@@ -143,7 +142,6 @@ std::shared_ptr<Tensor> vacate(Registry& r, uint32_t index, ScopeList& list) {
   (s.prev == kNone ? list.head : slot_at(r, s.prev).next) = s.next;
   (s.next == kNone ? list.tail : slot_at(r, s.next).prev) = s.prev;
   s.prev = s.next = kNone;
-  --list.count;
   --r.live;
   ++r.released;
   if (s.next_gen < kGenLimit) r.free_slots.push_back(index);  // else retired
@@ -183,7 +181,6 @@ AtenTensorHandle register_tensor(Tensor tensor) {
   s.next = kNone;
   (list.tail == kNone ? list.head : slot_at(r, list.tail).next) = index;
   list.tail = index;
-  ++list.count;
   ++r.live;
   const uint64_t id = (uint64_t{index} << kGenBits) | s.next_gen++;
   s.live_id.store(id, std::memory_order_release);
@@ -237,7 +234,6 @@ void take_scope_locked(Registry& r, uint64_t scope, std::vector<std::shared_ptr<
   auto list_it = r.by_scope.find(scope);
   if (list_it == r.by_scope.end()) return;
   ScopeList& list = list_it->second;
-  dying.reserve(list.count);
   while (list.head != kNone) dying.push_back(vacate(r, list.head, list));
   if (r.last_list == &list) r.last_list = nullptr;
   r.by_scope.erase(list_it);
