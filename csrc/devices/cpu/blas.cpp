@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "devices/cpu/few_row_gemm.h"
 #include "devices/cpu/onednn_gemm.h"
 #include "devices/cpu/parallel.h"
 
@@ -42,10 +43,17 @@ constexpr int64_t kColumnAlign = 16, kRowAlign = 8;
 
 void call(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
           const float* b, int ldb, float beta, float* c, int ldc) {
+  // The library choice first: AOTISHIM_CPU_GEMM=onednn without oneDNN fails
+  // the first GEMM, whatever its shape.
+  const cpu::onednn::Sgemm sgemm = cpu::onednn::chosen_sgemm();
+  // A few rows of C: straight from the operands, no packing (few_row_gemm.h).
+  if (cpu::few_row_gemm_applies(ta, tb, m, n, k)) {
+    cpu::few_row_sgemm(tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   // oneDNN where chosen and faster for this shape (onednn_gemm.h), on this
   // thread alone, as the BLAS runs: gemm_split does the splitting.
-  if (const cpu::onednn::Sgemm sgemm = cpu::onednn::chosen_sgemm();
-      sgemm != nullptr && cpu::onednn::prefers_onednn(m, n, k)) {
+  if (sgemm != nullptr && cpu::onednn::prefers_onednn(m, n, k)) {
     [[maybe_unused]] cpu::OneThread alone;
     if (sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == 0)
       return;
