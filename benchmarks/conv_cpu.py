@@ -1,6 +1,7 @@
 """Convolution on the CPU, side by side: aotishim's kernel against torch eager.
 
-Shapes are ResNet-18's layers at a 1x3x112x112 input, MobileNetV3's and
+Shapes are ResNet-18's layers at a 1x3x112x112 input (and its 3x3 layers at
+224x224, where the first two run Winograd's F(2x2, 3x3)), MobileNetV3's and
 EfficientNet-B0's depthwise and pointwise layers at a 64x64 input, ConvNeXt's
 depthwise 7x7 layers and a few of DenseNet's, in both layouts AOTInductor hands over:
 contiguous, and channels-last (what compiled CNNs pass: Inductor turns
@@ -29,6 +30,9 @@ SHAPES = [
     ("r18.layer3 3x3", 1, 256, 7, 7, 256, 3, 1, 1, 1),
     ("r18.layer4.0 3x3/2", 1, 256, 7, 7, 512, 3, 2, 1, 1),
     ("r18.layer4 3x3", 1, 512, 4, 4, 512, 3, 1, 1, 1),
+    ("r18@224.layer1 3x3", 1, 64, 56, 56, 64, 3, 1, 1, 1),
+    ("r18@224.layer2 3x3", 1, 128, 28, 28, 128, 3, 1, 1, 1),
+    ("r18@224.layer3 3x3", 1, 256, 14, 14, 256, 3, 1, 1, 1),
     ("mnv3 dw 3x3/2 c16", 1, 16, 56, 56, 16, 3, 2, 1, 16),
     ("mnv3 dw 5x5 c96", 1, 96, 7, 7, 96, 5, 1, 2, 96),
     ("mnv3 pw 1x1 c96->576", 1, 96, 4, 4, 576, 1, 1, 0, 1),

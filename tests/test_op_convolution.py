@@ -210,6 +210,58 @@ def test_list_of_one_value_applies_to_every_dim():
     run_case((1, 3, 9, 8), (4, 3, 3, 3), stride=[2], padding=[1], dilation=[1])
 
 
+# ---------------------------------------------------------------- Winograd
+
+# float32 3x3 convolutions with unit stride, >= 32 channels each side and
+# >= 128 2x2 output tiles run Winograd's F(2x2, 3x3) on the CPU
+# (winograd_conv.cpp). Odd output sizes leave half-filled edge tiles;
+# channel counts that are not multiples of 4 take the transforms' scalar
+# tails. (Flipping one sign in any of the three transforms fails every case.)
+WINOGRAD_2D = [
+    # (x sizes, w sizes, padding)
+    ((1, 32, 24, 24), (32, 32, 3, 3), [1, 1]),   # 144 tiles
+    ((2, 35, 15, 17), (37, 35, 3, 3), [1, 1]),   # 2 images of 8 x 9 tiles, channel tails
+    ((1, 33, 26, 30), (34, 33, 3, 3), [0, 0]),   # no padding
+    ((1, 32, 21, 23), (40, 32, 3, 3), [2, 0]),   # uneven padding, odd output
+]
+
+
+@pytest.mark.parametrize("layouts", [("contiguous", "contiguous"), ("channels_last", "channels_last"),
+                                     ("channels_last", "contiguous"), ("offset", "offset")])
+@pytest.mark.parametrize("case", range(len(WINOGRAD_2D)))
+def test_winograd_3x3(case, layouts):
+    x, w, padding = WINOGRAD_2D[case]
+    run_case(x, w, stride=[1, 1], padding=padding, dilation=[1, 1], x_layout=layouts[0],
+             w_layout=layouts[1], bias=case != 1, seed=case)
+
+
+@pytest.mark.parametrize("where", ["input", "weight"])
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_winograd_non_finite_values_match_the_direct_sum(where, value):
+    """Winograd's transforms add and subtract neighbouring inputs, so one
+    infinity would give inf - inf = NaN in outputs where the direct sum (and
+    torch) gives +-inf; such a call must run the direct convolution."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 32, 24, 24)).astype(np.float32)
+    w = rng.standard_normal((32, 32, 3, 3)).astype(np.float32)
+    if where == "input":
+        x[0, 5, 10, 11] = value
+    else:
+        w[7, 3, 1, 1] = value
+    got = shim.call_op("convolution", shim.from_numpy(x), shim.from_numpy(w), None, [1, 1], [1, 1],
+                       [1, 1], 0, [0, 0], 1, entry="cpu")
+    values = got.numpy()
+    shim.delete(got)
+    expected = torch.nn.functional.conv2d(torch.from_numpy(x).double(),
+                                          torch.from_numpy(w).double(), padding=1).numpy()
+    assert np.array_equal(np.isnan(values), np.isnan(expected))
+    def infinities(a):
+        return np.where(np.isinf(a), np.sign(a), 0)
+    assert np.array_equal(infinities(values), infinities(expected))
+    finite = np.isfinite(expected)
+    assert finite.any() and np.allclose(values[finite], expected[finite], rtol=1e-4, atol=1e-4)
+
+
 # ---------------------------------------------------------------- transposed
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])

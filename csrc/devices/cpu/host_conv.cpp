@@ -10,6 +10,8 @@
 // A 1x1 convolution with unit stride reads the input in place as well.
 // Depthwise convolutions (one input channel per group) run their own direct
 // kernel (depthwise_conv.cpp): a GEMM per channel would be mostly overhead.
+// Dense float32 3x3 convolutions with unit stride and many positions run
+// Winograd's F(2x2, 3x3) (winograd_conv.cpp), fewer multiply-adds per output.
 // Transposed: col (Cout_g*taps x P_in) = W^T @ X, then scattered and summed
 // into the output (col2im).
 // bfloat16 is widened to float32 on the way in and rounded once on the way
@@ -27,6 +29,7 @@
 #include "devices/cpu/blas.h"
 #include "devices/cpu/depthwise_conv.h"
 #include "devices/cpu/parallel.h"
+#include "devices/cpu/winograd_conv.h"
 #include "ops/convolution.h"
 
 namespace aotishim {
@@ -558,6 +561,8 @@ void run_typed(const ConvArgs& a) {
     transposed<T, S>(a);
   } else if (a.groups > 1 && a.weight.sizes[1] == 1) {
     cpu::depthwise_conv(a);
+  } else if (std::is_same_v<S, float> && cpu::winograd_applies(a) && cpu::winograd_conv(a)) {
+    return;
   } else {
     Forward<T, S>(a).run();
   }
