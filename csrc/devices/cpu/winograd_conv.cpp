@@ -209,7 +209,7 @@ bool transform_weight(const ConvArgs& a, const Shape& s, float* u) {
 class Block {
  public:
   Block(const ConvArgs& a, const Shape& s, const float* u, const float* bias, int64_t capacity)
-      : a_(a), s_(s), u_(u), bias_(bias), cap_(capacity) {
+      : a_(a), s_(s), u_(u), bias_(bias) {
     v_plane_ = plane_stride(capacity * s.C);
     m_plane_ = plane_stride(capacity * s.K);
     float* base = block_scratch(kPoints * (s.C + v_plane_ + m_plane_) + 4 * s.K);
@@ -300,8 +300,7 @@ class Block {
   const Shape& s_;
   const float* u_;
   const float* bias_;
-  int64_t cap_;  // tiles a block holds at most
-  int64_t v_plane_, m_plane_;
+  int64_t v_plane_, m_plane_;  // from one point's V (M) to the next
   float *patch_, *v_, *m_, *y_;
 };
 
