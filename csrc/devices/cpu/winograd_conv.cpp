@@ -36,9 +36,9 @@ namespace {
 // call (weights can change between calls), at tens of cycles per (output,
 // input) channel pair; the GEMMs save 20 multiply-adds per tile and pair,
 // but 16 GEMMs of a block's tiles run below the speed of the direct
-// convolution's one large GEMM. On a 2-core AVX2 host Winograd won from
-// about 100 tiles (ResNet's 64-channel layers at 28x28 and larger: 0.73-0.86
-// of the direct time) and lost below 64 (benchmarks/README.md).
+// convolution's one large GEMM. On a 2-core AVX2 host Winograd took
+// 0.73-0.86 of the direct time at 196-784 tiles (ResNet's 64-channel layers
+// at 28x28 and 56x56), broke even at 49 and lost below (benchmarks/README.md).
 constexpr int64_t kMinTiles = 128;
 // With fewer channels the transforms' passes cost more than the GEMMs save.
 constexpr int64_t kMinChannels = 32;
@@ -90,9 +90,9 @@ Shape shape_of(const ConvArgs& a) {
 }
 
 // This thread's block scratch (V, M and a tile's patch), at least `floats`
-// long. Kept from call to call, a few hundred KiB per thread: fresh pages
-// for every call's blocks cost as much in page faults as the input
-// transform itself.
+// long: kept from call to call (about kBlockBytes per thread, a few MiB at
+// most for thousands of channels), since fresh pages on every call cost
+// their page faults again (0.33 -> 0.57 ms for a 64-channel layer at 28x28).
 float* block_scratch(int64_t floats) {
   thread_local std::vector<float> buffer;
   if (static_cast<int64_t>(buffer.size()) < floats) buffer.resize(static_cast<size_t>(floats));
