@@ -216,7 +216,10 @@ def test_list_of_one_value_applies_to_every_dim():
 # >= 128 2x2 output tiles run Winograd's F(2x2, 3x3) on the CPU
 # (winograd_conv.cpp). Odd output sizes leave half-filled edge tiles;
 # channel counts that are not multiples of 4 take the transforms' scalar
-# tails. (Flipping one sign in any of the three transforms fails every case.)
+# tails. These go through the conv op, in every layout it takes, and would
+# pass on the direct path too (flipping one sign in any of the three
+# transforms fails every case); tests/cpp/test_winograd_conv.cpp calls the
+# path itself, and which shapes take it.
 WINOGRAD_2D = [
     # (x sizes, w sizes, padding)
     ((1, 32, 24, 24), (32, 32, 3, 3), [1, 1]),   # 144 tiles
